@@ -1,0 +1,23 @@
+//! A system flymc can check: how to build its target, its properties and its symmetric roles.
+
+use crate::property::Property;
+use crate::symmetry::Symmetry;
+use crate::target::{Target, TargetError};
+use crate::workload::Workload;
+
+pub trait System: Send + Sync {
+    /// The name used on the command line (`--system NAME`) and as the workloads folder.
+    fn name(&self) -> &'static str;
+    /// One line for `flymc systems`.
+    fn description(&self) -> &'static str;
+    /// A fresh target for one run of `workload`; rejects parameters the system does not know.
+    fn target(&self, workload: &Workload) -> Result<Box<dyn Target>, TargetError>;
+    /// Safety and liveness properties, fresh for each run (they may keep per-run memory).
+    fn properties(&self, workload: &Workload) -> Vec<Box<dyn Property>>;
+    /// Which nodes are interchangeable.
+    fn symmetry(&self, workload: &Workload) -> Symmetry;
+    /// The system's sets file (FlyMC §3.2) as JSON text, if it ships one.
+    fn sets_file(&self) -> Option<&'static str> {
+        None
+    }
+}

@@ -1,0 +1,243 @@
+//! Workloads: one TOML file each, under `workloads/<system>/<name>.toml`.
+//!
+//! ```toml
+//! version = 1
+//! system = "cassandra-sim"
+//! description = "two concurrent CAS operations on the 2.0.0 code (CASSANDRA-5925)"
+//! nodes = 3
+//! max_events = 200          # a run stops after this many events
+//! expect = "no-handler-failure"   # the property this workload's bug breaks, if any
+//! [faults]
+//! crashes = 0               # crash budget per run
+//! reboots = 0               # reboot budget per run
+//! crash_nodes = [2]         # nodes that may crash (default: all)
+//! [params]                  # system-specific
+//! variant = "bug-5925"
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::event::NodeId;
+
+pub const WORKLOAD_VERSION: i64 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("cannot read workload {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}:{column}: malformed workload TOML: {message}")]
+    Parse { path: PathBuf, line: usize, column: usize, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFaults {
+    #[serde(default)]
+    crashes: i64,
+    #[serde(default)]
+    reboots: i64,
+    #[serde(default)]
+    crash_nodes: Option<Vec<i64>>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    version: i64,
+    system: String,
+    #[serde(default)]
+    description: String,
+    nodes: i64,
+    max_events: i64,
+    #[serde(default)]
+    expect: Option<String>,
+    #[serde(default)]
+    faults: Option<RawFaults>,
+    #[serde(default)]
+    params: toml::Table,
+}
+
+/// A parsed, validated workload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    /// The file stem: `cass-3` for `workloads/cassandra-sim/cass-3.toml`.
+    pub name: String,
+    pub system: String,
+    pub description: String,
+    pub nodes: usize,
+    pub max_events: usize,
+    pub crashes: u32,
+    pub reboots: u32,
+    pub crash_nodes: Vec<NodeId>,
+    /// The property this workload's bug is expected to break, for benchmarks and tests.
+    pub expect: Option<String>,
+    /// System-specific parameters.
+    pub params: Map<String, Value>,
+    /// Where it was read from.
+    pub file: PathBuf,
+    /// SHA-256 of the file's bytes, so a path file can tell when its workload changed.
+    pub sha256: String,
+}
+
+impl Workload {
+    pub fn load(path: &Path) -> Result<Workload, WorkloadError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| WorkloadError::Io { path: path.into(), source })?;
+        Self::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Workload, WorkloadError> {
+        let invalid = |message: String| WorkloadError::Invalid { path: path.into(), message };
+        let raw: RawWorkload = toml::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map(|s| line_col(text, s.start))
+                .unwrap_or((1, 1));
+            WorkloadError::Parse {
+                path: path.into(),
+                line,
+                column,
+                message: e.message().replace('\n', " "),
+            }
+        })?;
+        if raw.version != WORKLOAD_VERSION {
+            return Err(invalid(format!(
+                "workload format version {} is not supported (this flymc reads version {WORKLOAD_VERSION})",
+                raw.version
+            )));
+        }
+        let nonneg = |what: &str, v: i64| -> Result<i64, WorkloadError> {
+            if v < 0 {
+                Err(invalid(format!("{what} is {v}, but it must be 0 or more")))
+            } else {
+                Ok(v)
+            }
+        };
+        let nodes = nonneg("nodes", raw.nodes)? as usize;
+        if nodes == 0 {
+            return Err(invalid("nodes must be at least 1".into()));
+        }
+        let max_events = nonneg("max_events", raw.max_events)? as usize;
+        let faults = raw.faults.unwrap_or(RawFaults { crashes: 0, reboots: 0, crash_nodes: None });
+        let crashes = nonneg("faults.crashes", faults.crashes)? as u32;
+        let reboots = nonneg("faults.reboots", faults.reboots)? as u32;
+        let crash_nodes = match faults.crash_nodes {
+            None => (0..nodes).collect(),
+            Some(list) => list
+                .into_iter()
+                .map(|n| {
+                    if n < 0 || n as usize >= nodes {
+                        Err(invalid(format!(
+                            "faults.crash_nodes names node {n}, but nodes are 0..{}",
+                            nodes - 1
+                        )))
+                    } else {
+                        Ok(n as usize)
+                    }
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let params = match serde_json::to_value(&raw.params) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "workload".into());
+        Ok(Workload {
+            name,
+            system: raw.system,
+            description: raw.description,
+            nodes,
+            max_events,
+            crashes,
+            reboots,
+            crash_nodes,
+            expect: raw.expect,
+            params,
+            file: path.into(),
+            sha256: sha256_hex(text.as_bytes()),
+        })
+    }
+
+    /// A string parameter, or `default` when absent.
+    pub fn param_str<'a>(&'a self, key: &str, default: &'a str) -> &'a str {
+        self.params.get(key).and_then(Value::as_str).unwrap_or(default)
+    }
+
+    /// An integer parameter, or `default` when absent.
+    pub fn param_u64(&self, key: &str, default: u64) -> u64 {
+        self.params.get(key).and_then(Value::as_u64).unwrap_or(default)
+    }
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rfind('\n').map_or(before.len(), |i| before.len() - i - 1) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+version = 1
+system = "cassandra-sim"
+nodes = 3
+max_events = 100
+[faults]
+crashes = 1
+reboots = 1
+crash_nodes = [2]
+[params]
+variant = "fixed"
+"#;
+
+    #[test]
+    fn parses_a_workload() {
+        let w = Workload::parse(Path::new("w/cass-1.toml"), GOOD).unwrap();
+        assert_eq!(w.name, "cass-1");
+        assert_eq!((w.nodes, w.crashes, w.reboots), (3, 1, 1));
+        assert_eq!(w.crash_nodes, vec![2]);
+        assert_eq!(w.param_str("variant", "?"), "fixed");
+        assert_eq!(w.sha256.len(), 64);
+    }
+
+    #[test]
+    fn negative_budgets_are_named() {
+        let text = GOOD.replace("crashes = 1", "crashes = -1");
+        let e = Workload::parse(Path::new("x.toml"), &text).unwrap_err().to_string();
+        assert!(e.contains("faults.crashes is -1"), "{e}");
+    }
+
+    #[test]
+    fn malformed_toml_gives_line_and_column() {
+        let e = Workload::parse(Path::new("x.toml"), "version = 1\nnodes = [\n").unwrap_err();
+        match e {
+            WorkloadError::Parse { line, .. } => assert!(line >= 2),
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_versions_are_rejected() {
+        let text = GOOD.replace("max_events = 100", "max_events = 100\nmax_event = 3");
+        assert!(Workload::parse(Path::new("x.toml"), &text).is_err());
+        let text = GOOD.replace("version = 1", "version = 7");
+        let e = Workload::parse(Path::new("x.toml"), &text).unwrap_err().to_string();
+        assert!(e.contains("version 7"), "{e}");
+    }
+}
