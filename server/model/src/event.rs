@@ -182,7 +182,10 @@ mod tests {
         let c = EventId::derive(Some(a), 0, EventKind::Message, "prepare", Some(0), 1);
         assert_ne!(a, b);
         assert_ne!(a, c);
-        assert_eq!(a, EventId::derive(None, 0, EventKind::Message, "prepare", Some(0), 1));
+        assert_eq!(
+            a,
+            EventId::derive(None, 0, EventKind::Message, "prepare", Some(0), 1)
+        );
     }
 
     #[test]

@@ -50,7 +50,11 @@ pub fn safety<F>(name: &'static str, check: F) -> Box<dyn Property>
 where
     F: FnMut(&GlobalState) -> Result<(), String> + Send + Sync + 'static,
 {
-    Box::new(FnProperty { name, kind: PropertyKind::Safety, check })
+    Box::new(FnProperty {
+        name,
+        kind: PropertyKind::Safety,
+        check,
+    })
 }
 
 /// Convenience constructor for a boxed liveness property.
@@ -58,7 +62,11 @@ pub fn liveness<F>(name: &'static str, check: F) -> Box<dyn Property>
 where
     F: FnMut(&GlobalState) -> Result<(), String> + Send + Sync + 'static,
 {
-    Box::new(FnProperty { name, kind: PropertyKind::Liveness, check })
+    Box::new(FnProperty {
+        name,
+        kind: PropertyKind::Liveness,
+        check,
+    })
 }
 
 /// A property that failed, and where.
@@ -74,6 +82,10 @@ pub struct Violation {
 
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} violated after step {}: {}", self.property, self.step, self.message)
+        write!(
+            f,
+            "{} violated after step {}: {}",
+            self.property, self.step, self.message
+        )
     }
 }

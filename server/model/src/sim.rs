@@ -23,7 +23,10 @@ pub struct Outbox<M> {
 
 impl<M> Outbox<M> {
     fn new(from: Option<NodeId>) -> Self {
-        Outbox { from, items: Vec::new() }
+        Outbox {
+            from,
+            items: Vec::new(),
+        }
     }
 
     /// Send `msg` from the node being handled to `to` (to itself too: the checker orders that
@@ -52,11 +55,15 @@ impl<M> Outbox<M> {
 pub trait Protocol: Send + Sync + 'static {
     type Node: Clone + Serialize + Send;
     type Msg: Clone + Serialize + Send + Debug;
+    /// State of the environment rather than of any node, e.g. the clock that hands out Cassandra
+    /// ballots in the order prepares start. Part of the global state; use `()` when there is none.
+    type Env: Clone + Serialize + Send + Default;
 
     /// Initial node states and initial events (client requests, first timers).
     fn init(
         &self,
         workload: &Workload,
+        env: &mut Self::Env,
         out: &mut Outbox<Self::Msg>,
     ) -> Result<Vec<Self::Node>, TargetError>;
 
@@ -65,6 +72,7 @@ pub trait Protocol: Send + Sync + 'static {
         &self,
         id: NodeId,
         node: &mut Self::Node,
+        env: &mut Self::Env,
         from: Option<NodeId>,
         msg: Self::Msg,
         out: &mut Outbox<Self::Msg>,
@@ -72,10 +80,22 @@ pub trait Protocol: Send + Sync + 'static {
 
     /// `id` crashed: drop its volatile state (its inbound messages are already gone). May arm
     /// timers at other nodes that notice the crash.
-    fn crash(&self, id: NodeId, node: &mut Self::Node, out: &mut Outbox<Self::Msg>);
+    fn crash(
+        &self,
+        id: NodeId,
+        node: &mut Self::Node,
+        env: &mut Self::Env,
+        out: &mut Outbox<Self::Msg>,
+    );
 
     /// `id` reboots from its persisted state.
-    fn reboot(&self, id: NodeId, node: &mut Self::Node, out: &mut Outbox<Self::Msg>);
+    fn reboot(
+        &self,
+        id: NodeId,
+        node: &mut Self::Node,
+        env: &mut Self::Env,
+        out: &mut Outbox<Self::Msg>,
+    );
 }
 
 struct Pending<M> {
@@ -87,6 +107,7 @@ struct Pending<M> {
 pub struct SimTarget<P: Protocol> {
     protocol: P,
     nodes: Vec<P::Node>,
+    env: P::Env,
     alive: Vec<bool>,
     pending: Vec<Pending<P::Msg>>,
     crashes: Vec<u32>,
@@ -98,6 +119,7 @@ impl<P: Protocol> SimTarget<P> {
         SimTarget {
             protocol,
             nodes: Vec::new(),
+            env: P::Env::default(),
             alive: Vec::new(),
             pending: Vec::new(),
             crashes: Vec::new(),
@@ -109,7 +131,11 @@ impl<P: Protocol> SimTarget<P> {
         for (seq, (kind, from, to, msg)) in out.items.into_iter().enumerate() {
             if to >= self.nodes.len() {
                 // A protocol bug, not user input: surface it loudly in tests.
-                debug_assert!(false, "protocol addressed node {to} of {}", self.nodes.len());
+                debug_assert!(
+                    false,
+                    "protocol addressed node {to} of {}",
+                    self.nodes.len()
+                );
                 continue;
             }
             if !self.alive[to] {
@@ -117,7 +143,15 @@ impl<P: Protocol> SimTarget<P> {
             }
             let (name, fields) = split_msg(&msg);
             let id = EventId::derive(parent, seq as u32, kind, &name, from, to);
-            let event = Event { id, kind, name, from, to, fields, parent };
+            let event = Event {
+                id,
+                kind,
+                name,
+                from,
+                to,
+                fields,
+                parent,
+            };
             self.pending.push(Pending { event, msg });
         }
     }
@@ -140,7 +174,8 @@ fn split_msg<M: Serialize>(msg: &M) -> (String, Map<String, Value>) {
 impl<P: Protocol> Target for SimTarget<P> {
     fn start(&mut self, workload: &Workload) -> Result<(), TargetError> {
         let mut out = Outbox::new(None);
-        self.nodes = self.protocol.init(workload, &mut out)?;
+        self.env = P::Env::default();
+        self.nodes = self.protocol.init(workload, &mut self.env, &mut out)?;
         let n = self.nodes.len();
         self.alive = vec![true; n];
         self.crashes = vec![0; n];
@@ -163,7 +198,14 @@ impl<P: Protocol> Target for SimTarget<P> {
         let Pending { event, msg } = self.pending.remove(pos);
         let to = event.to;
         let mut out = Outbox::new(Some(to));
-        self.protocol.handle(to, &mut self.nodes[to], event.from, msg, &mut out);
+        self.protocol.handle(
+            to,
+            &mut self.nodes[to],
+            &mut self.env,
+            event.from,
+            msg,
+            &mut out,
+        );
         self.absorb(Some(id), out);
         Ok(())
     }
@@ -182,7 +224,9 @@ impl<P: Protocol> Target for SimTarget<P> {
             })
             .collect();
         let pending: Vec<Event> = self.pending.iter().map(|p| p.event.clone()).collect();
-        Ok(GlobalState::new(views, &pending))
+        let mut state = GlobalState::new(views, &pending);
+        state.env = serde_json::to_value(&self.env).unwrap_or(Value::Null);
+        Ok(state)
     }
 
     fn crash(&mut self, node: NodeId) -> Result<(), TargetError> {
@@ -194,20 +238,25 @@ impl<P: Protocol> Target for SimTarget<P> {
         let parent = EventId::crash(node, self.crashes[node]);
         self.crashes[node] += 1;
         let mut out = Outbox::new(None);
-        self.protocol.crash(node, &mut self.nodes[node], &mut out);
+        self.protocol
+            .crash(node, &mut self.nodes[node], &mut self.env, &mut out);
         self.absorb(Some(parent), out);
         Ok(())
     }
 
     fn reboot(&mut self, node: NodeId) -> Result<(), TargetError> {
         if node >= self.nodes.len() || self.alive[node] {
-            return Err(TargetError::BadNode(node, "reboot needs a crashed node".into()));
+            return Err(TargetError::BadNode(
+                node,
+                "reboot needs a crashed node".into(),
+            ));
         }
         self.alive[node] = true;
         let parent = EventId::reboot(node, self.reboots[node]);
         self.reboots[node] += 1;
         let mut out = Outbox::new(Some(node));
-        self.protocol.reboot(node, &mut self.nodes[node], &mut out);
+        self.protocol
+            .reboot(node, &mut self.nodes[node], &mut self.env, &mut out);
         self.absorb(Some(parent), out);
         Ok(())
     }
@@ -239,19 +288,33 @@ mod tests {
     impl Protocol for Ping {
         type Node = N;
         type Msg = M;
-        fn init(&self, w: &Workload, out: &mut Outbox<M>) -> Result<Vec<N>, TargetError> {
+        type Env = ();
+        fn init(
+            &self,
+            w: &Workload,
+            _e: &mut (),
+            out: &mut Outbox<M>,
+        ) -> Result<Vec<N>, TargetError> {
             for i in 0..w.nodes {
                 out.client(i, M::Ping { n: 0 });
             }
             Ok(vec![N { pings: 0 }; w.nodes])
         }
-        fn handle(&self, _id: NodeId, node: &mut N, _f: Option<NodeId>, _m: M, _o: &mut Outbox<M>) {
+        fn handle(
+            &self,
+            _id: NodeId,
+            node: &mut N,
+            _e: &mut (),
+            _f: Option<NodeId>,
+            _m: M,
+            _o: &mut Outbox<M>,
+        ) {
             node.pings += 1;
         }
-        fn crash(&self, _id: NodeId, node: &mut N, _o: &mut Outbox<M>) {
+        fn crash(&self, _id: NodeId, node: &mut N, _e: &mut (), _o: &mut Outbox<M>) {
             node.pings = 0;
         }
-        fn reboot(&self, _id: NodeId, _n: &mut N, _o: &mut Outbox<M>) {}
+        fn reboot(&self, _id: NodeId, _n: &mut N, _e: &mut (), _o: &mut Outbox<M>) {}
     }
 
     fn workload() -> Workload {

@@ -46,6 +46,9 @@ pub struct GlobalState {
     pub nodes: Vec<NodeView>,
     /// Pending events, sorted.
     pub network: Vec<PendingView>,
+    /// State that belongs to no node (a simulated environment's shared clock); `null` if none.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub env: Value,
 }
 
 impl GlobalState {
@@ -57,7 +60,11 @@ impl GlobalState {
             .map(PendingView::from)
             .collect();
         network.sort();
-        GlobalState { nodes, network }
+        GlobalState {
+            nodes,
+            network,
+            env: Value::Null,
+        }
     }
 
     /// Canonical JSON text: serde_json maps are ordered, so equal states give equal text.
@@ -89,7 +96,8 @@ impl GlobalState {
             if a.alive != b.alive {
                 out.push(format!("n{i}.alive: {} vs {}", a.alive, b.alive));
             }
-            let keys: std::collections::BTreeSet<&String> = a.vars.keys().chain(b.vars.keys()).collect();
+            let keys: std::collections::BTreeSet<&String> =
+                a.vars.keys().chain(b.vars.keys()).collect();
             for k in keys {
                 let (x, y) = (a.vars.get(k), b.vars.get(k));
                 if x != y {
@@ -101,9 +109,20 @@ impl GlobalState {
                 }
             }
         }
+        if self.env != other.env {
+            out.push(format!("env: {} vs {}", self.env, other.env));
+        }
         if self.network != other.network {
-            let only_a = self.network.iter().filter(|p| !other.network.contains(p)).count();
-            let only_b = other.network.iter().filter(|p| !self.network.contains(p)).count();
+            let only_a = self
+                .network
+                .iter()
+                .filter(|p| !other.network.contains(p))
+                .count();
+            let only_b = other
+                .network
+                .iter()
+                .filter(|p| !self.network.contains(p))
+                .count();
             out.push(format!(
                 "network: {only_a} pending only in the first, {only_b} only in the second"
             ));
@@ -119,7 +138,10 @@ mod tests {
     use serde_json::json;
 
     fn node(v: Value) -> NodeView {
-        NodeView { alive: true, vars: v.as_object().unwrap().clone() }
+        NodeView {
+            alive: true,
+            vars: v.as_object().unwrap().clone(),
+        }
     }
 
     #[test]

@@ -58,7 +58,10 @@ impl Symmetry {
 
     /// All `n` nodes in one role.
     pub fn all(n: usize) -> Self {
-        Symmetry { groups: vec![(0..n).collect()], ..Default::default() }
+        Symmetry {
+            groups: vec![(0..n).collect()],
+            ..Default::default()
+        }
     }
 
     pub fn with_refs(mut self, vars: &[&str], fields: &[&str]) -> Self {
@@ -77,7 +80,11 @@ impl Symmetry {
         let mut labels: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
         if self.groups.is_empty() {
             let repr = self.render(state, &labels);
-            return Abstraction { hash: stable_hash(repr.as_bytes()), repr, labels };
+            return Abstraction {
+                hash: stable_hash(repr.as_bytes()),
+                repr,
+                labels,
+            };
         }
         // Per group: members sorted by a renaming-invariant signature; ties form classes whose
         // orders are enumerated to find the smallest rendering.
@@ -106,7 +113,9 @@ impl Symmetry {
         let candidates: usize = classes
             .iter()
             .map(|c| (1..=c.len()).product::<usize>())
-            .try_fold(1usize, |acc, f| acc.checked_mul(f).filter(|&p| p <= MAX_CANDIDATES))
+            .try_fold(1usize, |acc, f| {
+                acc.checked_mul(f).filter(|&p| p <= MAX_CANDIDATES)
+            })
             .unwrap_or(usize::MAX);
 
         let assign = |labels: &mut Vec<String>, perms: &[Vec<NodeId>]| {
@@ -126,7 +135,11 @@ impl Symmetry {
         if candidates == usize::MAX {
             assign(&mut labels, &classes);
             let repr = self.render(state, &labels);
-            return Abstraction { hash: stable_hash(repr.as_bytes()), repr, labels };
+            return Abstraction {
+                hash: stable_hash(repr.as_bytes()),
+                repr,
+                labels,
+            };
         }
         let mut best: Option<(String, Vec<String>)> = None;
         let mut perms = classes.clone();
@@ -138,14 +151,20 @@ impl Symmetry {
             }
         });
         let (repr, labels) = best.expect("at least one renaming");
-        Abstraction { hash: stable_hash(repr.as_bytes()), repr, labels }
+        Abstraction {
+            hash: stable_hash(repr.as_bytes()),
+            repr,
+            labels,
+        }
     }
 
     /// The abstract form of an event about to be enabled in a state with abstraction `abs`:
     /// endpoints and node-valued fields renamed the same way as the state.
     pub fn abstract_event(&self, abs: &Abstraction, e: &Event) -> String {
         let mut fields = e.fields.clone();
-        self.rename_refs(&mut fields, &self.node_ref_fields, &|r| abs.labels.get(r).cloned());
+        self.rename_refs(&mut fields, &self.node_ref_fields, &|r| {
+            abs.labels.get(r).cloned()
+        });
         let v = serde_json::json!({
             "kind": e.kind,
             "name": e.name,
@@ -177,7 +196,12 @@ impl Symmetry {
             .map(|p| format!("{:?}:{}:{}", p.kind, p.name, p.fields))
             .collect();
         inbound.sort();
-        format!("{}|{}|{}", node.alive, Value::Object(vars), inbound.join(","))
+        format!(
+            "{}|{}|{}",
+            node.alive,
+            Value::Object(vars),
+            inbound.join(",")
+        )
     }
 
     fn render(&self, state: &GlobalState, labels: &[String]) -> String {
@@ -206,7 +230,7 @@ impl Symmetry {
             })
             .collect();
         network.sort();
-        serde_json::json!({ "nodes": nodes, "network": network }).to_string()
+        serde_json::json!({ "nodes": nodes, "network": network, "env": state.env }).to_string()
     }
 
     fn rename_refs(
@@ -275,7 +299,10 @@ mod tests {
     fn st(vars: &[Value]) -> GlobalState {
         GlobalState::new(
             vars.iter()
-                .map(|v| NodeView { alive: true, vars: v.as_object().unwrap().clone() })
+                .map(|v| NodeView {
+                    alive: true,
+                    vars: v.as_object().unwrap().clone(),
+                })
                 .collect(),
             &[],
         )
@@ -287,7 +314,10 @@ mod tests {
         let a = st(&[json!({"ballot": 0}), json!({"ballot": 2})]);
         let b = st(&[json!({"ballot": 2}), json!({"ballot": 0})]);
         assert_eq!(sym.abstract_state(&a).hash, sym.abstract_state(&b).hash);
-        assert_ne!(Symmetry::none().abstract_state(&a).hash, Symmetry::none().abstract_state(&b).hash);
+        assert_ne!(
+            Symmetry::none().abstract_state(&a).hash,
+            Symmetry::none().abstract_state(&b).hash
+        );
     }
 
     #[test]
@@ -295,15 +325,24 @@ mod tests {
         let sym = Symmetry::all(2).with_refs(&["voted_for"], &[]);
         let cross = st(&[json!({"voted_for": 1}), json!({"voted_for": 0})]);
         let selfish = st(&[json!({"voted_for": 0}), json!({"voted_for": 1})]);
-        assert_ne!(sym.abstract_state(&cross).hash, sym.abstract_state(&selfish).hash);
+        assert_ne!(
+            sym.abstract_state(&cross).hash,
+            sym.abstract_state(&selfish).hash
+        );
         let one_way = st(&[json!({"voted_for": 1}), json!({"voted_for": 1})]);
         let other_way = st(&[json!({"voted_for": 0}), json!({"voted_for": 0})]);
-        assert_eq!(sym.abstract_state(&one_way).hash, sym.abstract_state(&other_way).hash);
+        assert_eq!(
+            sym.abstract_state(&one_way).hash,
+            sym.abstract_state(&other_way).hash
+        );
     }
 
     #[test]
     fn non_symmetric_nodes_keep_their_ids() {
-        let sym = Symmetry { groups: vec![vec![1, 2]], ..Default::default() };
+        let sym = Symmetry {
+            groups: vec![vec![1, 2]],
+            ..Default::default()
+        };
         let a = st(&[json!({"x": 1}), json!({"x": 0}), json!({"x": 0})]);
         let b = st(&[json!({"x": 0}), json!({"x": 1}), json!({"x": 0})]);
         assert_ne!(sym.abstract_state(&a).hash, sym.abstract_state(&b).hash);
@@ -325,7 +364,13 @@ mod tests {
         };
         let (aa, ab) = (sym.abstract_state(&a), sym.abstract_state(&b));
         // Delivering to the node with ballot 0 is the same abstract event in both.
-        assert_eq!(sym.abstract_event(&aa, &ev(0)), sym.abstract_event(&ab, &ev(1)));
-        assert_ne!(sym.abstract_event(&aa, &ev(0)), sym.abstract_event(&ab, &ev(0)));
+        assert_eq!(
+            sym.abstract_event(&aa, &ev(0)),
+            sym.abstract_event(&ab, &ev(1))
+        );
+        assert_ne!(
+            sym.abstract_event(&aa, &ev(0)),
+            sym.abstract_event(&ab, &ev(0))
+        );
     }
 }

@@ -28,9 +28,17 @@ pub const WORKLOAD_VERSION: i64 = 1;
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
     #[error("cannot read workload {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}:{line}:{column}: malformed workload TOML: {message}")]
-    Parse { path: PathBuf, line: usize, column: usize, message: String },
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
 }
@@ -87,18 +95,20 @@ pub struct Workload {
 
 impl Workload {
     pub fn load(path: &Path) -> Result<Workload, WorkloadError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| WorkloadError::Io { path: path.into(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
+            path: path.into(),
+            source,
+        })?;
         Self::parse(path, &text)
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Workload, WorkloadError> {
-        let invalid = |message: String| WorkloadError::Invalid { path: path.into(), message };
+        let invalid = |message: String| WorkloadError::Invalid {
+            path: path.into(),
+            message,
+        };
         let raw: RawWorkload = toml::from_str(text).map_err(|e| {
-            let (line, column) = e
-                .span()
-                .map(|s| line_col(text, s.start))
-                .unwrap_or((1, 1));
+            let (line, column) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
             WorkloadError::Parse {
                 path: path.into(),
                 line,
@@ -124,7 +134,11 @@ impl Workload {
             return Err(invalid("nodes must be at least 1".into()));
         }
         let max_events = nonneg("max_events", raw.max_events)? as usize;
-        let faults = raw.faults.unwrap_or(RawFaults { crashes: 0, reboots: 0, crash_nodes: None });
+        let faults = raw.faults.unwrap_or(RawFaults {
+            crashes: 0,
+            reboots: 0,
+            crash_nodes: None,
+        });
         let crashes = nonneg("faults.crashes", faults.crashes)? as u32;
         let reboots = nonneg("faults.reboots", faults.reboots)? as u32;
         let crash_nodes = match faults.crash_nodes {
@@ -169,12 +183,18 @@ impl Workload {
 
     /// A string parameter, or `default` when absent.
     pub fn param_str<'a>(&'a self, key: &str, default: &'a str) -> &'a str {
-        self.params.get(key).and_then(Value::as_str).unwrap_or(default)
+        self.params
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or(default)
     }
 
     /// An integer parameter, or `default` when absent.
     pub fn param_u64(&self, key: &str, default: u64) -> u64 {
-        self.params.get(key).and_then(Value::as_u64).unwrap_or(default)
+        self.params
+            .get(key)
+            .and_then(Value::as_u64)
+            .unwrap_or(default)
     }
 }
 
@@ -185,7 +205,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
-    let column = before.rfind('\n').map_or(before.len(), |i| before.len() - i - 1) + 1;
+    let column = before
+        .rfind('\n')
+        .map_or(before.len(), |i| before.len() - i - 1)
+        + 1;
     (line, column)
 }
 
@@ -219,7 +242,9 @@ variant = "fixed"
     #[test]
     fn negative_budgets_are_named() {
         let text = GOOD.replace("crashes = 1", "crashes = -1");
-        let e = Workload::parse(Path::new("x.toml"), &text).unwrap_err().to_string();
+        let e = Workload::parse(Path::new("x.toml"), &text)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("faults.crashes is -1"), "{e}");
     }
 
@@ -237,7 +262,9 @@ variant = "fixed"
         let text = GOOD.replace("max_events = 100", "max_events = 100\nmax_event = 3");
         assert!(Workload::parse(Path::new("x.toml"), &text).is_err());
         let text = GOOD.replace("version = 1", "version = 7");
-        let e = Workload::parse(Path::new("x.toml"), &text).unwrap_err().to_string();
+        let e = Workload::parse(Path::new("x.toml"), &text)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("version 7"), "{e}");
     }
 }
