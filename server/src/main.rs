@@ -1,1 +1,269 @@
-fn main() {}
+//! The `flymc` command line.
+//!
+//! Exit codes: 0 explored without a violation (or a replay matched), 1 a violation was found (or
+//! reproduced), 2 a usage or setup error, 3 a replay diverged from its path file.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use flymc::explore::{explore, ExploreConfig};
+use flymc::pathfile::PathFile;
+use flymc::progress::Reporter;
+use flymc::replay::{replay, workload_for, ReplayOutcome};
+use flymc::strategy::{self, StrategyContext};
+use flymc::{systems, workloads};
+
+#[derive(Parser)]
+#[command(name = "flymc", version, about = "A systematic model checker for real distributed systems")]
+struct Cli {
+    /// Folder of workload files (default: ./workloads or the checkout's; or $FLYMC_WORKLOADS).
+    #[arg(long, global = true, value_name = "DIR")]
+    workloads: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Explore a workload's event orders until a violation, exhaustion, or the path budget.
+    Run(RunArgs),
+    /// Re-execute a path file and check it reaches the same states and violation.
+    Replay {
+        /// A path file written by `flymc run`.
+        file: PathBuf,
+    },
+    /// List the systems flymc can check.
+    Systems,
+    /// List the workloads of one system (or of all).
+    Workloads {
+        system: Option<String>,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The system to check (see `flymc systems`).
+    #[arg(long)]
+    system: String,
+    /// A workload name (see `flymc workloads SYSTEM`) or a path to a workload TOML file.
+    #[arg(long)]
+    workload: String,
+    /// Exploration strategy.
+    #[arg(long, default_value = "dfs", value_parser = clap::builder::PossibleValuesParser::new(strategy::NAMES))]
+    strategy: String,
+    /// Stop after this many paths.
+    #[arg(long, value_name = "N")]
+    max_paths: Option<u64>,
+    /// Seed for the random strategies (recorded in path files).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Depth bound for bdpor and brdpor.
+    #[arg(long, default_value_t = 25)]
+    bound: usize,
+    /// Where path files go.
+    #[arg(long, default_value = "flymc-out", value_name = "DIR")]
+    out: PathBuf,
+    /// Run every new path twice and fail loudly on any difference.
+    #[arg(long)]
+    check_determinism: bool,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FLYMC_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout with exit 0 and usage errors with exit 2.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The error and its causes on one line.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
+fn dispatch(cli: Cli) -> Result<u8> {
+    let folder = cli.workloads.as_deref();
+    match cli.command {
+        Command::Run(args) => run(args, folder),
+        Command::Replay { file } => replay_cmd(&file, folder),
+        Command::Systems => {
+            for s in systems::all() {
+                println!("{:<16} {}", s.name(), s.description());
+            }
+            Ok(0)
+        }
+        Command::Workloads { system } => {
+            let folder = workloads::folder(folder)?;
+            let list: Vec<String> = match system {
+                Some(name) => vec![systems::find(&name)?.name().to_string()],
+                None => systems::all().iter().map(|s| s.name().to_string()).collect(),
+            };
+            for system in list {
+                for name in workloads::names(&folder, &system) {
+                    let w = workloads::load(&folder, &system, &name)?;
+                    println!("{:<14} {:<12} {}", system, name, w.description);
+                }
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
+    let system = systems::find(&args.system)?;
+    let folder = workloads::folder(folder)?;
+    let workload = workloads::load(&folder, system.name(), &args.workload)?;
+    let ctx = StrategyContext {
+        workload: &workload,
+        symmetry: system.symmetry(&workload),
+        seed: args.seed,
+        bound: args.bound,
+    };
+    let mut strat = strategy::build(&args.strategy, &ctx)
+        .with_context(|| format!("unknown strategy `{}`; valid: {}", args.strategy, strategy::NAMES.join(", ")))?;
+    let cfg = ExploreConfig {
+        max_paths: args.max_paths,
+        check_determinism: args.check_determinism,
+        ..Default::default()
+    };
+    println!(
+        "flymc: {} / {} with {} (seed {}){}",
+        system.name(),
+        workload.name,
+        args.strategy,
+        args.seed,
+        args.max_paths.map(|m| format!(", at most {m} paths")).unwrap_or_default()
+    );
+    let mut reporter = Reporter::new(&format!("{}/{}", system.name(), workload.name));
+    let outcome = explore(system.as_ref(), &workload, strat.as_mut(), &cfg, &mut |p| reporter.update(p));
+    reporter.finish();
+    let outcome = outcome?;
+
+    let secs = outcome.elapsed.as_secs_f64();
+    let code = match &outcome.violation {
+        Some((number, run)) => {
+            let v = run.violation.as_ref().expect("a violating run has its violation");
+            let file = args.out.join(format!(
+                "{}-{}-{}-path{}.json",
+                system.name(),
+                workload.name,
+                args.strategy,
+                number
+            ));
+            PathFile::from_run(&workload, &args.strategy, args.seed, *number, run).save(&file)?;
+            println!("VIOLATION on path {number}: {v}");
+            println!("  path file: {} ({} events)", file.display(), run.steps.len());
+            println!("  replay it: flymc replay {}", file.display());
+            1
+        }
+        None if outcome.exhausted => {
+            println!("no violation: the search space is exhausted");
+            0
+        }
+        None => {
+            println!("no violation within {} paths (not exhausted)", outcome.paths);
+            0
+        }
+    };
+    let stats = &outcome.stats;
+    let mut summary = format!(
+        "summary: {} paths, {} events, {} unique states, {:.2} s ({:.0} paths/s), queue left {}",
+        outcome.paths,
+        outcome.events,
+        outcome.unique_states.len(),
+        secs,
+        outcome.paths as f64 / secs.max(1e-9),
+        strat.queue_len(),
+    );
+    let lookups = outcome.cache_hits + outcome.cache_misses;
+    if lookups > 0 {
+        summary += &format!(
+            ", state-event cache {:.0}% hits ({} of {})",
+            100.0 * outcome.cache_hits as f64 / lookups as f64,
+            outcome.cache_hits,
+            lookups
+        );
+    }
+    for (why, n) in &stats.pruned {
+        summary += &format!(", pruned by {why} {n}");
+    }
+    if stats.deprioritized > 0 {
+        summary += &format!(", deprioritised {}", stats.deprioritized);
+    }
+    if outcome.diverged > 0 {
+        summary += &format!(", {} paths diverged from their plan", outcome.diverged);
+    }
+    println!("{summary}");
+    Ok(code)
+}
+
+fn replay_cmd(file: &Path, folder: Option<&Path>) -> Result<u8> {
+    let path = PathFile::load(file)?;
+    let system = systems::find(&path.system)?;
+    let workload = workload_for(&path, folder)?;
+    println!(
+        "replaying {} ({} / {}, {} events, recorded by {} path {})",
+        file.display(),
+        path.system,
+        path.workload.name,
+        path.events.len(),
+        path.strategy,
+        path.path_number
+    );
+    match replay(&path, system.as_ref(), &workload)? {
+        ReplayOutcome::Reproduced(v) => {
+            println!("reproduced: {v}");
+            Ok(1)
+        }
+        ReplayOutcome::Matched => {
+            println!("matched: every state as recorded, no violation");
+            Ok(0)
+        }
+        ReplayOutcome::Diverged { step, event, expected, observed, differences } => {
+            println!("diverged at step {step} ({event})");
+            for d in &differences {
+                println!("  expected vs observed: {d}");
+            }
+            println!("  expected state: {}", serde_json::to_string(&expected)?);
+            match observed {
+                Some(o) => println!("  observed state: {}", serde_json::to_string(&o)?),
+                None => println!("  observed state: (step not taken)"),
+            }
+            Ok(3)
+        }
+        ReplayOutcome::ViolationDiffers { expected, observed } => {
+            let show = |v: &Option<flymc_model::Violation>| {
+                v.as_ref().map_or("no violation".to_string(), |v| v.to_string())
+            };
+            println!("diverged: states matched but expected {} and observed {}", show(&expected), show(&observed));
+            Ok(3)
+        }
+    }
+}
+

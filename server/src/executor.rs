@@ -1,0 +1,361 @@
+//! The executor: runs one path on a target.
+//!
+//! It follows a plan's prefix of event identities, then continues with the plan's tail rule,
+//! recording for every step the enabled set, the chosen event, its vector clock and the state it
+//! led to, and checking safety properties after every step. A run ends when nothing is enabled,
+//! on a violation, or at the workload's event limit; liveness properties are checked on the state
+//! it ends in.
+
+use std::collections::HashMap;
+
+use flymc_model::{
+    Event, EventId, EventKind, GlobalState, NodeId, PropertyKind, System, Target, TargetError,
+    VectorClock, Violation, Workload,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::cache::StateEventCache;
+
+/// What to do once the prefix is used up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Tail {
+    /// The oldest pending message first; never a crash or reboot (the network's natural order).
+    Fifo,
+    /// A uniformly random enabled event, crashes and reboots included, from this seed.
+    Random(u64),
+    /// Stop when the prefix is used up (replay).
+    Stop,
+}
+
+/// A path to explore: forced event identities, then the tail rule.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub prefix: Vec<EventId>,
+    pub tail: Tail,
+    /// Give up (instead of continuing with the tail) when a prefix event is not enabled.
+    pub strict: bool,
+}
+
+impl Plan {
+    pub fn fifo(prefix: Vec<EventId>) -> Self {
+        Plan { prefix, tail: Tail::Fifo, strict: false }
+    }
+}
+
+/// An event as it was enabled in a step, with its causal position.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Enabled {
+    pub event: Event,
+    /// Vector clock of the event's creation: what happened before it was sent.
+    pub vc: VectorClock,
+}
+
+/// One step of a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Step {
+    /// Everything that could have been enabled, in a deterministic order.
+    pub enabled: Vec<Enabled>,
+    /// Index into `enabled` of the event that was.
+    pub chosen: usize,
+    /// Vector clock of the step at the node that processed it.
+    pub vc: VectorClock,
+    /// The state came from the state-event cache rather than from the target.
+    pub cached: bool,
+}
+
+impl Step {
+    pub fn event(&self) -> &Event {
+        &self.enabled[self.chosen].event
+    }
+
+    /// Does step `self` happen before the creation of `later`?
+    pub fn happens_before(&self, later: &Enabled) -> bool {
+        let node = self.event().to;
+        later.vc.get(node) >= self.vc.get(node)
+    }
+}
+
+/// Why a run ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ending {
+    /// Nothing left to enable.
+    Quiescent,
+    /// The workload's event limit was reached.
+    EventLimit,
+    /// A property was violated.
+    Violation,
+    /// A strict plan named an event that was not enabled at this step.
+    Diverged { step: usize, missing: EventId },
+}
+
+/// One executed path.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Run {
+    pub steps: Vec<Step>,
+    /// `states[0]` is the initial state; `states[i + 1]` the state after step `i`.
+    pub states: Vec<GlobalState>,
+    /// Hashes of `states`, computed once.
+    pub hashes: Vec<u64>,
+    pub ending: Ending,
+    pub violation: Option<Violation>,
+    /// What was still enabled when the run ended quiescent: only crashes and reboots, which a
+    /// FIFO tail never injects. Strategies branch on them like on any other step.
+    pub final_enabled: Vec<Enabled>,
+    /// First step at which a non-strict plan's prefix could not be followed.
+    pub diverged_at: Option<usize>,
+}
+
+impl Run {
+    pub fn events(&self) -> impl Iterator<Item = &Event> {
+        self.steps.iter().map(Step::event)
+    }
+
+    pub fn event_ids(&self) -> Vec<EventId> {
+        self.events().map(|e| e.id).collect()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("target failed at step {step}: {source}")]
+    Target { step: usize, source: TargetError },
+}
+
+/// Runs paths of one workload on one target.
+pub struct Executor<'a> {
+    pub system: &'a dyn System,
+    pub workload: &'a Workload,
+}
+
+struct Faults {
+    crashes_left: u32,
+    reboots_left: u32,
+    crashed: Vec<bool>,
+    crash_count: Vec<u32>,
+    reboot_count: Vec<u32>,
+}
+
+impl<'a> Executor<'a> {
+    pub fn new(system: &'a dyn System, workload: &'a Workload) -> Self {
+        Executor { system, workload }
+    }
+
+    /// Execute `plan` on `target` (started here, stopped here whatever happens).
+    pub fn run(
+        &self,
+        target: &mut dyn Target,
+        plan: &Plan,
+        mut cache: Option<&mut StateEventCache>,
+    ) -> Result<Run, ExecError> {
+        let result = self.run_inner(target, plan, &mut cache);
+        let stopped = target.stop();
+        let run = result?;
+        stopped.map_err(|source| ExecError::Target { step: run.steps.len(), source })?;
+        Ok(run)
+    }
+
+    fn run_inner(
+        &self,
+        target: &mut dyn Target,
+        plan: &Plan,
+        cache: &mut Option<&mut StateEventCache>,
+    ) -> Result<Run, ExecError> {
+        let w = self.workload;
+        let n = w.nodes;
+        let err = |step: usize| move |source| ExecError::Target { step, source };
+        target.start(w).map_err(err(0))?;
+        let mut props = self.system.properties(w);
+        let mut faults = Faults {
+            crashes_left: w.crashes,
+            reboots_left: w.reboots,
+            crashed: vec![false; n],
+            crash_count: vec![0; n],
+            reboot_count: vec![0; n],
+        };
+        let mut rng = match plan.tail {
+            Tail::Random(seed) => Some(ChaCha8Rng::seed_from_u64(seed)),
+            _ => None,
+        };
+        // Causal bookkeeping: per-node clocks, the clock of each executed step, and the creation
+        // clock of each event seen pending.
+        let mut node_clock: Vec<VectorClock> = vec![VectorClock::new(n); n];
+        let mut step_vc: HashMap<EventId, VectorClock> = HashMap::new();
+        let mut created: HashMap<EventId, VectorClock> = HashMap::new();
+
+        let state = target.settle().map_err(err(0))?;
+        let mut run = Run {
+            hashes: vec![state.hash()],
+            states: vec![state],
+            steps: Vec::new(),
+            ending: Ending::Quiescent,
+            violation: None,
+            final_enabled: Vec::new(),
+            diverged_at: None,
+        };
+        if let Some(v) = check(&mut props, &run.states[0], 0, PropertyKind::Safety) {
+            run.violation = Some(v);
+            run.ending = Ending::Violation;
+            return Ok(run);
+        }
+
+        loop {
+            let step_no = run.steps.len();
+            if step_no >= w.max_events {
+                run.ending = Ending::EventLimit;
+                break;
+            }
+            let mut enabled: Vec<Enabled> = target
+                .pending()
+                .into_iter()
+                .map(|event| {
+                    let vc = created
+                        .entry(event.id)
+                        .or_insert_with(|| match event.parent {
+                            Some(p) => step_vc.get(&p).cloned().unwrap_or_else(|| VectorClock::new(n)),
+                            None => VectorClock::new(n),
+                        })
+                        .clone();
+                    Enabled { event, vc }
+                })
+                .collect();
+            self.add_faults(&mut enabled, &faults, &step_vc, n);
+            if enabled.is_empty() {
+                run.ending = Ending::Quiescent;
+                break;
+            }
+
+            let chosen = match plan.prefix.get(step_no) {
+                Some(id) => match enabled.iter().position(|e| e.event.id == *id) {
+                    Some(i) => Some(i),
+                    None if plan.strict => {
+                        run.ending = Ending::Diverged { step: step_no, missing: *id };
+                        return Ok(run);
+                    }
+                    None => {
+                        run.diverged_at.get_or_insert(step_no);
+                        None
+                    }
+                },
+                None => None,
+            };
+            let chosen = match chosen {
+                Some(i) => i,
+                None => match plan.tail {
+                    Tail::Stop if step_no >= plan.prefix.len() => break,
+                    Tail::Random(_) => rng.as_mut().expect("seeded").gen_range(0..enabled.len()),
+                    // FIFO: the first pending message; faults only when nothing else is left
+                    // would still be a choice, so a FIFO tail never injects them.
+                    _ => match enabled.iter().position(|e| !e.event.is_fault()) {
+                        Some(i) => i,
+                        None => {
+                            run.ending = Ending::Quiescent;
+                            run.final_enabled = enabled;
+                            break;
+                        }
+                    },
+                },
+            };
+
+            let event = enabled[chosen].event.clone();
+            let node: NodeId = event.to;
+            node_clock[node].join(&enabled[chosen].vc);
+            node_clock[node].tick(node);
+            let vc = node_clock[node].clone();
+            step_vc.insert(event.id, vc.clone());
+
+            let before = *run.hashes.last().expect("initial state");
+            let cached_state = cache
+                .as_deref_mut()
+                .and_then(|c| c.lookup(before, event.id));
+            match event.kind {
+                EventKind::Crash => {
+                    target.crash(node).map_err(err(step_no))?;
+                    faults.crashes_left -= 1;
+                    faults.crashed[node] = true;
+                    faults.crash_count[node] += 1;
+                }
+                EventKind::Reboot => {
+                    target.reboot(node).map_err(err(step_no))?;
+                    faults.reboots_left -= 1;
+                    faults.crashed[node] = false;
+                    faults.reboot_count[node] += 1;
+                }
+                _ => target.enable(event.id).map_err(err(step_no))?,
+            }
+            // With a cached S' the executor need not wait for the target to settle; a simulated
+            // target settles instantly, so we still read it and only count the hit.
+            let (state, was_cached) = match cached_state {
+                Some((state, hash)) => (state, Some(hash)),
+                None => (target.settle().map_err(err(step_no))?, None),
+            };
+            let hash = was_cached.unwrap_or_else(|| state.hash());
+            if let Some(c) = cache.as_deref_mut() {
+                if was_cached.is_none() {
+                    c.insert(before, event.id, &state, hash);
+                }
+            }
+            run.steps.push(Step { enabled, chosen, vc, cached: was_cached.is_some() });
+            run.states.push(state);
+            run.hashes.push(hash);
+            if let Some(v) = check(&mut props, run.states.last().unwrap(), step_no, PropertyKind::Safety) {
+                run.violation = Some(v);
+                run.ending = Ending::Violation;
+                return Ok(run);
+            }
+        }
+        let last = run.steps.len().saturating_sub(1);
+        if let Some(v) = check(&mut props, run.states.last().unwrap(), last, PropertyKind::Liveness) {
+            run.violation = Some(v);
+            run.ending = Ending::Violation;
+        }
+        Ok(run)
+    }
+
+    /// Crash and reboot candidates allowed by the workload's budgets.
+    fn add_faults(
+        &self,
+        enabled: &mut Vec<Enabled>,
+        f: &Faults,
+        step_vc: &HashMap<EventId, VectorClock>,
+        n: usize,
+    ) {
+        for node in 0..n {
+            if f.crashed[node] {
+                if f.reboots_left > 0 {
+                    // A reboot comes causally after the crash it undoes.
+                    let crash = EventId::crash(node, f.crash_count[node] - 1);
+                    let vc = step_vc.get(&crash).cloned().unwrap_or_else(|| VectorClock::new(n));
+                    enabled.push(Enabled { event: Event::reboot(node, f.reboot_count[node]), vc });
+                }
+            } else if f.crashes_left > 0 && self.workload.crash_nodes.contains(&node) {
+                // A crash can strike at any moment: no causal past. The nth crash of a node
+                // comes after its previous reboot.
+                let vc = match f.reboot_count[node] {
+                    0 => VectorClock::new(n),
+                    k => step_vc
+                        .get(&EventId::reboot(node, k - 1))
+                        .cloned()
+                        .unwrap_or_else(|| VectorClock::new(n)),
+                };
+                enabled.push(Enabled { event: Event::crash(node, f.crash_count[node]), vc });
+            }
+        }
+    }
+}
+
+fn check(
+    props: &mut [Box<dyn flymc_model::Property>],
+    state: &GlobalState,
+    step: usize,
+    kind: PropertyKind,
+) -> Option<Violation> {
+    for p in props.iter_mut().filter(|p| p.kind() == kind) {
+        if let Err(message) = p.check(state) {
+            return Some(Violation { property: p.name().to_string(), kind, message, step });
+        }
+    }
+    None
+}

@@ -1,0 +1,164 @@
+//! The exploration loop: ask the strategy for a path, run it, record what was seen, repeat.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use flymc_model::{System, Workload};
+use serde::Serialize;
+
+use crate::cache::StateEventCache;
+use crate::executor::{ExecError, Executor, Plan, Run, Tail};
+use crate::strategy::{Strategy, StrategyStats};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExploreError {
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    #[error("{0}")]
+    Setup(String),
+    #[error("nondeterminism: path {path} re-run differs at step {step}: {detail}; the target is not deterministic, so its paths cannot be replayed")]
+    Nondeterministic { path: u64, step: usize, detail: String },
+}
+
+#[derive(Clone, Debug)]
+pub struct ExploreConfig {
+    /// Stop after this many paths (`None`: until exhausted or a violation).
+    pub max_paths: Option<u64>,
+    /// Re-run every path and fail on any difference.
+    pub check_determinism: bool,
+    /// Use the state-event cache.
+    pub cache: bool,
+    /// Keep going after a violation (benchmarks stop at the first).
+    pub stop_on_violation: bool,
+}
+
+impl Default for ExploreConfig {
+    fn default() -> Self {
+        ExploreConfig { max_paths: None, check_determinism: false, cache: true, stop_on_violation: true }
+    }
+}
+
+/// A snapshot for progress displays.
+#[derive(Clone, Debug, Serialize)]
+pub struct Progress {
+    pub paths: u64,
+    pub queue: usize,
+    pub unique_states: usize,
+    pub elapsed: Duration,
+}
+
+impl Progress {
+    pub fn paths_per_sec(&self) -> f64 {
+        self.paths as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// What an exploration found.
+pub struct Outcome {
+    pub paths: u64,
+    /// The strategy had nothing left to explore.
+    pub exhausted: bool,
+    /// The first run that violated a property, and its 1-based path number.
+    pub violation: Option<(u64, Run)>,
+    pub unique_states: HashSet<u64>,
+    pub elapsed: Duration,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub stats: StrategyStats,
+    /// Paths whose plan could not be followed (an event of the prefix never became enabled).
+    pub diverged: u64,
+    pub events: u64,
+}
+
+pub fn explore(
+    system: &dyn System,
+    workload: &Workload,
+    strategy: &mut dyn Strategy,
+    cfg: &ExploreConfig,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<Outcome, ExploreError> {
+    let start = Instant::now();
+    let exec = Executor::new(system, workload);
+    let mut target = system.target(workload).map_err(|e| ExploreError::Setup(e.to_string()))?;
+    let mut cache = StateEventCache::new();
+    let mut out = Outcome {
+        paths: 0,
+        exhausted: false,
+        violation: None,
+        unique_states: HashSet::new(),
+        elapsed: Duration::ZERO,
+        cache_hits: 0,
+        cache_misses: 0,
+        stats: StrategyStats::default(),
+        diverged: 0,
+        events: 0,
+    };
+    loop {
+        if cfg.max_paths.is_some_and(|m| out.paths >= m) {
+            break;
+        }
+        let Some(plan) = strategy.next_plan() else {
+            out.exhausted = true;
+            break;
+        };
+        let run = exec.run(target.as_mut(), &plan, cfg.cache.then_some(&mut cache))?;
+        out.paths += 1;
+        out.events += run.steps.len() as u64;
+        if run.diverged_at.is_some() {
+            out.diverged += 1;
+        }
+        out.unique_states.extend(run.hashes.iter().copied());
+        if cfg.check_determinism {
+            check_determinism(&exec, target.as_mut(), &run, out.paths)?;
+        }
+        strategy.observe(&run);
+        on_progress(&Progress {
+            paths: out.paths,
+            queue: strategy.queue_len(),
+            unique_states: out.unique_states.len(),
+            elapsed: start.elapsed(),
+        });
+        if run.violation.is_some() && out.violation.is_none() {
+            out.violation = Some((out.paths, run));
+            if cfg.stop_on_violation {
+                break;
+            }
+        }
+    }
+    out.elapsed = start.elapsed();
+    out.cache_hits = cache.hits;
+    out.cache_misses = cache.misses;
+    out.stats = strategy.stats();
+    Ok(out)
+}
+
+/// Re-run `run`'s exact events without the cache and compare every state.
+fn check_determinism(
+    exec: &Executor,
+    target: &mut dyn flymc_model::Target,
+    run: &Run,
+    path: u64,
+) -> Result<(), ExploreError> {
+    let plan = Plan { prefix: run.event_ids(), tail: Tail::Stop, strict: true };
+    let again = exec.run(target, &plan, None)?;
+    for (step, (a, b)) in run.states.iter().zip(&again.states).enumerate() {
+        if a != b {
+            let diff = a.diff(b, 3).join("; ");
+            return Err(ExploreError::Nondeterministic { path, step, detail: diff });
+        }
+    }
+    if again.states.len() != run.states.len() || again.violation != run.violation {
+        return Err(ExploreError::Nondeterministic {
+            path,
+            step: again.states.len().min(run.states.len()),
+            detail: format!(
+                "first run: {} states, {:?}; second: {} states, {:?}",
+                run.states.len(),
+                run.violation.as_ref().map(|v| &v.property),
+                again.states.len(),
+                again.violation.as_ref().map(|v| &v.property)
+            ),
+        });
+    }
+    Ok(())
+}

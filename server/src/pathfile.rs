@@ -1,0 +1,164 @@
+//! Path files: a run written down so `flymc replay` can re-execute it deterministically.
+//!
+//! Versioned JSON holding the system, the workload (with a hash of its file), the strategy and
+//! seed, the events by identity, every state seen, and the violation.
+
+use std::path::{Path, PathBuf};
+
+use flymc_model::{EventId, GlobalState, Violation, Workload};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::executor::{Ending, Run};
+
+pub const FORMAT: &str = "flymc-path";
+pub const VERSION: u64 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PathFileError {
+    #[error("cannot read path file {0}: {1}")]
+    Io(PathBuf, std::io::Error),
+    #[error("{0} is not a flymc path file: {1}")]
+    NotAPathFile(PathBuf, String),
+    #[error("{0} is a path file of format version {1}, but this flymc reads version {VERSION}; re-run the exploration with this flymc to get a new path")]
+    Version(PathBuf, u64),
+    #[error("{0} is corrupt: {1}")]
+    Corrupt(PathBuf, String),
+    #[error("cannot write path file {0}: {1}")]
+    Write(PathBuf, std::io::Error),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadRef {
+    pub name: String,
+    /// The workload file as it was given to `flymc run`.
+    pub file: PathBuf,
+    /// SHA-256 of that file when the path was recorded.
+    pub sha256: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PathEvent {
+    pub id: EventId,
+    /// Human-readable, for people reading the file; replay uses `id` only.
+    pub description: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StateRecord {
+    /// Hex of the state's stable hash.
+    pub hash: String,
+    pub state: GlobalState,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathFile {
+    pub format: String,
+    pub version: u64,
+    pub flymc_version: String,
+    pub system: String,
+    pub workload: WorkloadRef,
+    pub strategy: String,
+    pub seed: u64,
+    /// Which explored path this was (1-based).
+    pub path_number: u64,
+    pub events: Vec<PathEvent>,
+    /// The initial state, then the state after each event.
+    pub states: Vec<StateRecord>,
+    pub ending: Ending,
+    pub violation: Option<Violation>,
+}
+
+impl PathFile {
+    pub fn from_run(
+        workload: &Workload,
+        strategy: &str,
+        seed: u64,
+        path_number: u64,
+        run: &Run,
+    ) -> PathFile {
+        PathFile {
+            format: FORMAT.into(),
+            version: VERSION,
+            flymc_version: env!("CARGO_PKG_VERSION").into(),
+            system: workload.system.clone(),
+            workload: WorkloadRef {
+                name: workload.name.clone(),
+                file: workload.file.clone(),
+                sha256: workload.sha256.clone(),
+            },
+            strategy: strategy.into(),
+            seed,
+            path_number,
+            events: run
+                .events()
+                .map(|e| PathEvent { id: e.id, description: e.describe() })
+                .collect(),
+            states: run
+                .states
+                .iter()
+                .zip(&run.hashes)
+                .map(|(s, h)| StateRecord { hash: format!("{h:016x}"), state: s.clone() })
+                .collect(),
+            ending: run.ending.clone(),
+            violation: run.violation.clone(),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<PathFile, PathFileError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| PathFileError::Io(path.into(), e))?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            PathFileError::NotAPathFile(path.into(), format!("invalid JSON at line {} column {}", e.line(), e.column()))
+        })?;
+        match value.get("format").and_then(Value::as_str) {
+            Some(FORMAT) => {}
+            _ => {
+                return Err(PathFileError::NotAPathFile(
+                    path.into(),
+                    format!("it has no \"format\": \"{FORMAT}\" field"),
+                ))
+            }
+        }
+        match value.get("version").and_then(Value::as_u64) {
+            Some(VERSION) => {}
+            Some(v) => return Err(PathFileError::Version(path.into(), v)),
+            None => {
+                return Err(PathFileError::Corrupt(path.into(), "it has no \"version\" number".into()))
+            }
+        }
+        let file: PathFile = serde_json::from_value(value)
+            .map_err(|e| PathFileError::Corrupt(path.into(), e.to_string()))?;
+        if file.states.len() != file.events.len() + 1 {
+            return Err(PathFileError::Corrupt(
+                path.into(),
+                format!("{} events but {} states (expected one more state than events)", file.events.len(), file.states.len()),
+            ));
+        }
+        for (i, rec) in file.states.iter().enumerate() {
+            if format!("{:016x}", rec.state.hash()) != rec.hash {
+                return Err(PathFileError::Corrupt(
+                    path.into(),
+                    format!("state {i} does not match its recorded hash (edited by hand?)"),
+                ));
+            }
+        }
+        Ok(file)
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), PathFileError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| PathFileError::Write(path.into(), e))?;
+        }
+        let text = serde_json::to_string_pretty(self).expect("path files always serialise");
+        // Write then rename, so an interrupted run never leaves half a path file.
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text).map_err(|e| PathFileError::Write(path.into(), e))?;
+        std::fs::rename(&tmp, path).map_err(|e| PathFileError::Write(path.into(), e))
+    }
+
+    pub fn event_ids(&self) -> Vec<EventId> {
+        self.events.iter().map(|e| e.id).collect()
+    }
+}

@@ -1,0 +1,114 @@
+//! `flymc replay`: re-execute a path file and compare every state with the recorded one.
+
+use std::path::Path;
+
+use flymc_model::{GlobalState, System, Violation, Workload};
+
+use crate::executor::{Ending, ExecError, Executor, Plan, Tail};
+use crate::pathfile::PathFile;
+use crate::workloads;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("the workload file {file} changed since this path was recorded (sha256 {now}, recorded {then}); restore it or re-run the exploration to record a new path")]
+    WorkloadChanged { file: String, now: String, then: String },
+    #[error("the path's workload file {0} is missing and no workload `{1}` exists for {2}; pass --workloads DIR")]
+    WorkloadMissing(String, String, String),
+    #[error(transparent)]
+    Find(#[from] workloads::FindError),
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    #[error("cannot start {0}: {1}")]
+    Setup(String, String),
+}
+
+/// What re-executing a path showed.
+#[derive(Debug)]
+pub enum ReplayOutcome {
+    /// Every state matched and the same violation was observed.
+    Reproduced(Violation),
+    /// Every state matched; the path had no violation and none was observed.
+    Matched,
+    /// The first step whose resulting state differs, or whose event was not enabled.
+    Diverged {
+        step: usize,
+        event: String,
+        expected: Box<GlobalState>,
+        observed: Option<Box<GlobalState>>,
+        differences: Vec<String>,
+    },
+    /// Every state matched but the violation did not (a property changed).
+    ViolationDiffers { expected: Option<Violation>, observed: Option<Violation> },
+}
+
+/// The path's workload, after checking that its file is the one the path was recorded with.
+pub fn workload_for(path: &PathFile, folder: Option<&Path>) -> Result<Workload, ReplayError> {
+    let w = if path.workload.file.is_file() {
+        Workload::load(&path.workload.file).map_err(workloads::FindError::from)?
+    } else {
+        let folder = workloads::folder(folder)?;
+        workloads::load(&folder, &path.system, &path.workload.name).map_err(|_| {
+            ReplayError::WorkloadMissing(
+                path.workload.file.display().to_string(),
+                path.workload.name.clone(),
+                path.system.clone(),
+            )
+        })?
+    };
+    if w.sha256 != path.workload.sha256 {
+        return Err(ReplayError::WorkloadChanged {
+            file: w.file.display().to_string(),
+            now: w.sha256[..12].to_string(),
+            then: path.workload.sha256.chars().take(12).collect(),
+        });
+    }
+    Ok(w)
+}
+
+pub fn replay(
+    path: &PathFile,
+    system: &dyn System,
+    workload: &Workload,
+) -> Result<ReplayOutcome, ReplayError> {
+    let mut target = system
+        .target(workload)
+        .map_err(|e| ReplayError::Setup(system.name().into(), e.to_string()))?;
+    let plan = Plan { prefix: path.event_ids(), tail: Tail::Stop, strict: true };
+    let run = Executor::new(system, workload).run(target.as_mut(), &plan, None)?;
+    for (i, (rec, seen)) in path.states.iter().zip(&run.states).enumerate() {
+        if rec.state != *seen {
+            let step = i.saturating_sub(1);
+            return Ok(ReplayOutcome::Diverged {
+                step,
+                event: if i == 0 { "(initial state)".into() } else { path.events[step].description.clone() },
+                expected: Box::new(rec.state.clone()),
+                observed: Some(Box::new(seen.clone())),
+                differences: rec.state.diff(seen, 8),
+            });
+        }
+    }
+    if let Ending::Diverged { step, .. } = run.ending {
+        return Ok(ReplayOutcome::Diverged {
+            step,
+            event: path.events[step].description.clone(),
+            expected: Box::new(path.states[step + 1].state.clone()),
+            observed: None,
+            differences: vec![format!("event {} was not enabled", path.events[step].id)],
+        });
+    }
+    if run.states.len() < path.states.len() {
+        let step = run.states.len() - 1;
+        return Ok(ReplayOutcome::Diverged {
+            step,
+            event: path.events[step].description.clone(),
+            expected: Box::new(path.states[step + 1].state.clone()),
+            observed: None,
+            differences: vec![format!("the run ended early: {:?}", run.violation.map(|v| v.to_string()))],
+        });
+    }
+    match (&path.violation, run.violation) {
+        (Some(a), Some(b)) if a.property == b.property => Ok(ReplayOutcome::Reproduced(b)),
+        (None, None) => Ok(ReplayOutcome::Matched),
+        (expected, observed) => Ok(ReplayOutcome::ViolationDiffers { expected: expected.clone(), observed }),
+    }
+}

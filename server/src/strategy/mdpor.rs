@@ -1,0 +1,20 @@
+//! MoDist's DPOR (FlyMC Table 2, "m-DP"): a message to one node is independent of messages to
+//! other nodes; everything a node processes is dependent on everything else it processes.
+
+use super::dpor::{Dependence, Dpor, DporOptions};
+use super::StrategyContext;
+use crate::executor::Run;
+
+/// MoDist's black-box rule: same processing node means dependent (crashes and reboots are
+/// processed by the node they strike).
+pub struct SameNode;
+
+impl Dependence for SameNode {
+    fn dependent(&mut self, run: &Run, i: usize, j: usize) -> bool {
+        run.steps[i].event().to == run.steps[j].event().to
+    }
+}
+
+pub fn new(ctx: &StrategyContext) -> Dpor<SameNode> {
+    Dpor::new("mdpor", SameNode, DporOptions { seed: ctx.seed, ..Default::default() })
+}

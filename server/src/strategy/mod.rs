@@ -1,0 +1,75 @@
+//! Strategies turn explored paths into new paths to explore, one file each.
+//!
+//! All strategies share the executor, so every comparison is like for like. A strategy hands out
+//! [`Plan`]s and is told what each run did; it never touches the target.
+
+mod bdpor;
+mod brdpor;
+mod dfs;
+pub mod dpor;
+mod mdpor;
+mod random;
+mod rdpor;
+
+use flymc_model::{Symmetry, Workload};
+use serde::Serialize;
+
+use crate::executor::{Plan, Run};
+
+/// What a strategy can consult when it is built.
+pub struct StrategyContext<'a> {
+    pub workload: &'a Workload,
+    pub symmetry: Symmetry,
+    pub seed: u64,
+    /// Depth bound for the bounded strategies (`bdpor`, `brdpor`).
+    pub bound: usize,
+}
+
+/// Counters a strategy reports in the run summary and in benchmarks.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StrategyStats {
+    /// To-explore paths created.
+    pub generated: u64,
+    /// To-explore paths dropped as redundant, by reason.
+    pub pruned: Vec<(String, u64)>,
+    /// To-explore paths moved to the low-priority queue.
+    pub deprioritized: u64,
+}
+
+pub trait Strategy {
+    /// The name used on the command line.
+    fn name(&self) -> &'static str;
+    /// The next path to run, or `None` when the search space is exhausted.
+    fn next_plan(&mut self) -> Option<Plan>;
+    /// Learn from a run of the plan last handed out.
+    fn observe(&mut self, run: &Run);
+    /// Paths waiting to be explored.
+    fn queue_len(&self) -> usize;
+    fn stats(&self) -> StrategyStats {
+        StrategyStats::default()
+    }
+}
+
+/// The strategies, by command-line name.
+pub const NAMES: &[&str] = &["dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor"];
+
+/// Build a strategy by name.
+pub fn build(name: &str, ctx: &StrategyContext) -> Option<Box<dyn Strategy>> {
+    Some(match name {
+        "dfs" => Box::new(dfs::Dfs::new()),
+        "random" => Box::new(random::RandomWalk::new(ctx.seed)),
+        "mdpor" => Box::new(mdpor::new(ctx)),
+        "bdpor" => Box::new(bdpor::new(ctx)),
+        "rdpor" => Box::new(rdpor::new(ctx)),
+        "brdpor" => Box::new(brdpor::new(ctx)),
+        _ => return None,
+    })
+}
+
+/// Are all strategies of this name random (to be averaged over seeds in benchmarks)?
+pub fn is_randomized(name: &str) -> bool {
+    matches!(name, "random" | "rdpor" | "brdpor")
+}
+
+#[cfg(test)]
+mod tests;
