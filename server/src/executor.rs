@@ -201,6 +201,7 @@ impl<'a> Executor<'a> {
             return Ok(run);
         }
 
+        let mut cursor = 0;
         loop {
             let step_no = run.steps.len();
             if step_no >= w.max_events {
@@ -227,24 +228,26 @@ impl<'a> Executor<'a> {
                 break;
             }
 
-            let chosen = match plan.prefix.get(step_no) {
-                Some(id) => match enabled.iter().position(|e| e.event.id == *id) {
-                    Some(i) => Some(i),
-                    None if plan.strict => {
-                        run.ending = Ending::Diverged { step: step_no, missing: *id };
-                        return Ok(run);
-                    }
-                    None => {
-                        run.diverged_at.get_or_insert(step_no);
-                        None
-                    }
-                },
-                None => None,
-            };
+            // Follow the prefix with a cursor. A non-strict plan skips prefix events that never
+            // became enabled (an earlier flip can change what a later message is) and goes on.
+            let mut chosen = None;
+            while let Some(id) = plan.prefix.get(cursor) {
+                if let Some(i) = enabled.iter().position(|e| e.event.id == *id) {
+                    cursor += 1;
+                    chosen = Some(i);
+                    break;
+                }
+                if plan.strict {
+                    run.ending = Ending::Diverged { step: step_no, missing: *id };
+                    return Ok(run);
+                }
+                run.diverged_at.get_or_insert(step_no);
+                cursor += 1;
+            }
             let chosen = match chosen {
                 Some(i) => i,
                 None => match plan.tail {
-                    Tail::Stop if step_no >= plan.prefix.len() => break,
+                    Tail::Stop => break,
                     Tail::Random(_) => rng.as_mut().expect("seeded").gen_range(0..enabled.len()),
                     // FIFO: the first pending message; faults only when nothing else is left
                     // would still be a choice, so a FIFO tail never injects them.

@@ -6,7 +6,9 @@
 //! Nothing here knows about strategies or the CLI; integrations depend on this crate only.
 
 pub mod event;
+pub mod guard;
 pub mod property;
+pub mod sets;
 pub mod sim;
 pub mod state;
 pub mod symmetry;

@@ -20,4 +20,9 @@ pub trait System: Send + Sync {
     fn sets_file(&self) -> Option<&'static str> {
         None
     }
+    /// Every message kind (event name) its nodes can receive, for checking sets files;
+    /// `None` when the system cannot say.
+    fn message_kinds(&self) -> Option<Vec<&'static str>> {
+        None
+    }
 }
