@@ -40,7 +40,11 @@ pub struct Plan {
 
 impl Plan {
     pub fn fifo(prefix: Vec<EventId>) -> Self {
-        Plan { prefix, tail: Tail::Fifo, strict: false }
+        Plan {
+            prefix,
+            tail: Tail::Fifo,
+            strict: false,
+        }
     }
 }
 
@@ -153,7 +157,10 @@ impl<'a> Executor<'a> {
         let result = self.run_inner(target, plan, &mut cache);
         let stopped = target.stop();
         let run = result?;
-        stopped.map_err(|source| ExecError::Target { step: run.steps.len(), source })?;
+        stopped.map_err(|source| ExecError::Target {
+            step: run.steps.len(),
+            source,
+        })?;
         Ok(run)
     }
 
@@ -215,7 +222,10 @@ impl<'a> Executor<'a> {
                     let vc = created
                         .entry(event.id)
                         .or_insert_with(|| match event.parent {
-                            Some(p) => step_vc.get(&p).cloned().unwrap_or_else(|| VectorClock::new(n)),
+                            Some(p) => step_vc
+                                .get(&p)
+                                .cloned()
+                                .unwrap_or_else(|| VectorClock::new(n)),
                             None => VectorClock::new(n),
                         })
                         .clone();
@@ -238,7 +248,10 @@ impl<'a> Executor<'a> {
                     break;
                 }
                 if plan.strict {
-                    run.ending = Ending::Diverged { step: step_no, missing: *id };
+                    run.ending = Ending::Diverged {
+                        step: step_no,
+                        missing: *id,
+                    };
                     return Ok(run);
                 }
                 run.diverged_at.get_or_insert(step_no);
@@ -300,17 +313,32 @@ impl<'a> Executor<'a> {
                     c.insert(before, event.id, &state, hash);
                 }
             }
-            run.steps.push(Step { enabled, chosen, vc, cached: was_cached.is_some() });
+            run.steps.push(Step {
+                enabled,
+                chosen,
+                vc,
+                cached: was_cached.is_some(),
+            });
             run.states.push(state);
             run.hashes.push(hash);
-            if let Some(v) = check(&mut props, run.states.last().unwrap(), step_no, PropertyKind::Safety) {
+            if let Some(v) = check(
+                &mut props,
+                run.states.last().unwrap(),
+                step_no,
+                PropertyKind::Safety,
+            ) {
                 run.violation = Some(v);
                 run.ending = Ending::Violation;
                 return Ok(run);
             }
         }
         let last = run.steps.len().saturating_sub(1);
-        if let Some(v) = check(&mut props, run.states.last().unwrap(), last, PropertyKind::Liveness) {
+        if let Some(v) = check(
+            &mut props,
+            run.states.last().unwrap(),
+            last,
+            PropertyKind::Liveness,
+        ) {
             run.violation = Some(v);
             run.ending = Ending::Violation;
         }
@@ -330,8 +358,14 @@ impl<'a> Executor<'a> {
                 if f.reboots_left > 0 {
                     // A reboot comes causally after the crash it undoes.
                     let crash = EventId::crash(node, f.crash_count[node] - 1);
-                    let vc = step_vc.get(&crash).cloned().unwrap_or_else(|| VectorClock::new(n));
-                    enabled.push(Enabled { event: Event::reboot(node, f.reboot_count[node]), vc });
+                    let vc = step_vc
+                        .get(&crash)
+                        .cloned()
+                        .unwrap_or_else(|| VectorClock::new(n));
+                    enabled.push(Enabled {
+                        event: Event::reboot(node, f.reboot_count[node]),
+                        vc,
+                    });
                 }
             } else if f.crashes_left > 0 && self.workload.crash_nodes.contains(&node) {
                 // A crash can strike at any moment: no causal past. The nth crash of a node
@@ -343,7 +377,10 @@ impl<'a> Executor<'a> {
                         .cloned()
                         .unwrap_or_else(|| VectorClock::new(n)),
                 };
-                enabled.push(Enabled { event: Event::crash(node, f.crash_count[node]), vc });
+                enabled.push(Enabled {
+                    event: Event::crash(node, f.crash_count[node]),
+                    vc,
+                });
             }
         }
     }
@@ -357,7 +394,12 @@ fn check(
 ) -> Option<Violation> {
     for p in props.iter_mut().filter(|p| p.kind() == kind) {
         if let Err(message) = p.check(state) {
-            return Some(Violation { property: p.name().to_string(), kind, message, step });
+            return Some(Violation {
+                property: p.name().to_string(),
+                kind,
+                message,
+                step,
+            });
         }
     }
     None

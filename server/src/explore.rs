@@ -17,7 +17,11 @@ pub enum ExploreError {
     #[error("{0}")]
     Setup(String),
     #[error("nondeterminism: path {path} re-run differs at step {step}: {detail}; the target is not deterministic, so its paths cannot be replayed")]
-    Nondeterministic { path: u64, step: usize, detail: String },
+    Nondeterministic {
+        path: u64,
+        step: usize,
+        detail: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -34,7 +38,12 @@ pub struct ExploreConfig {
 
 impl Default for ExploreConfig {
     fn default() -> Self {
-        ExploreConfig { max_paths: None, check_determinism: false, cache: true, stop_on_violation: true }
+        ExploreConfig {
+            max_paths: None,
+            check_determinism: false,
+            cache: true,
+            stop_on_violation: true,
+        }
     }
 }
 
@@ -79,7 +88,9 @@ pub fn explore(
 ) -> Result<Outcome, ExploreError> {
     let start = Instant::now();
     let exec = Executor::new(system, workload);
-    let mut target = system.target(workload).map_err(|e| ExploreError::Setup(e.to_string()))?;
+    let mut target = system
+        .target(workload)
+        .map_err(|e| ExploreError::Setup(e.to_string()))?;
     let mut cache = StateEventCache::new();
     let mut out = Outcome {
         paths: 0,
@@ -139,12 +150,20 @@ fn check_determinism(
     run: &Run,
     path: u64,
 ) -> Result<(), ExploreError> {
-    let plan = Plan { prefix: run.event_ids(), tail: Tail::Stop, strict: true };
+    let plan = Plan {
+        prefix: run.event_ids(),
+        tail: Tail::Stop,
+        strict: true,
+    };
     let again = exec.run(target, &plan, None)?;
     for (step, (a, b)) in run.states.iter().zip(&again.states).enumerate() {
         if a != b {
             let diff = a.diff(b, 3).join("; ");
-            return Err(ExploreError::Nondeterministic { path, step, detail: diff });
+            return Err(ExploreError::Nondeterministic {
+                path,
+                step,
+                detail: diff,
+            });
         }
     }
     if again.states.len() != run.states.len() || again.violation != run.violation {

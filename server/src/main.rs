@@ -6,17 +6,21 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 use flymc::explore::{explore, ExploreConfig};
 use flymc::pathfile::PathFile;
 use flymc::progress::Reporter;
 use flymc::replay::{replay, workload_for, ReplayOutcome};
-use flymc::strategy::{self, StrategyContext};
+use flymc::strategy::{self, FlymcOptions, StrategyContext};
 use flymc::{systems, workloads};
 
 #[derive(Parser)]
-#[command(name = "flymc", version, about = "A systematic model checker for real distributed systems")]
+#[command(
+    name = "flymc",
+    version,
+    about = "A systematic model checker for real distributed systems"
+)]
 struct Cli {
     /// Folder of workload files (default: ./workloads or the checkout's; or $FLYMC_WORKLOADS).
     #[arg(long, global = true, value_name = "DIR")]
@@ -37,9 +41,7 @@ enum Command {
     /// List the systems flymc can check.
     Systems,
     /// List the workloads of one system (or of all).
-    Workloads {
-        system: Option<String>,
-    },
+    Workloads { system: Option<String> },
 }
 
 #[derive(clap::Args)]
@@ -68,6 +70,28 @@ struct RunArgs {
     /// Run every new path twice and fail loudly on any difference.
     #[arg(long)]
     check_determinism: bool,
+    /// Sets file for samc and flymc (default: the one the system ships).
+    #[arg(long, value_name = "FILE")]
+    sets: Option<PathBuf>,
+    #[command(flatten)]
+    ablation: Ablation,
+}
+
+/// Switches for flymc's ablations (FlyMC Figure 13).
+#[derive(clap::Args, Clone, Copy, Default)]
+struct Ablation {
+    /// flymc without state symmetry.
+    #[arg(long)]
+    no_symmetry: bool,
+    /// flymc without sets-file independence (MoDist's rule instead).
+    #[arg(long)]
+    no_independence: bool,
+    /// flymc without parallel flips.
+    #[arg(long)]
+    no_parallel_flips: bool,
+    /// No state-event cache.
+    #[arg(long)]
+    no_cache: bool,
 }
 
 fn main() -> ExitCode {
@@ -122,7 +146,10 @@ fn dispatch(cli: Cli) -> Result<u8> {
             let folder = workloads::folder(folder)?;
             let list: Vec<String> = match system {
                 Some(name) => vec![systems::find(&name)?.name().to_string()],
-                None => systems::all().iter().map(|s| s.name().to_string()).collect(),
+                None => systems::all()
+                    .iter()
+                    .map(|s| s.name().to_string())
+                    .collect(),
             };
             for system in list {
                 for name in workloads::names(&folder, &system) {
@@ -139,17 +166,29 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     let system = systems::find(&args.system)?;
     let folder = workloads::folder(folder)?;
     let workload = workloads::load(&folder, system.name(), &args.workload)?;
+    let needs_sets = matches!(args.strategy.as_str(), "samc" | "flymc");
+    let sets = if needs_sets || args.sets.is_some() {
+        systems::load_sets(system.as_ref(), &workload, args.sets.as_deref())?
+    } else {
+        None
+    };
     let ctx = StrategyContext {
         workload: &workload,
         symmetry: system.symmetry(&workload),
         seed: args.seed,
         bound: args.bound,
+        sets,
+        flymc: FlymcOptions {
+            symmetry: !args.ablation.no_symmetry,
+            independence: !args.ablation.no_independence,
+            parallel_flips: !args.ablation.no_parallel_flips,
+        },
     };
-    let mut strat = strategy::build(&args.strategy, &ctx)
-        .with_context(|| format!("unknown strategy `{}`; valid: {}", args.strategy, strategy::NAMES.join(", ")))?;
+    let mut strat = strategy::build(&args.strategy, &ctx)?;
     let cfg = ExploreConfig {
         max_paths: args.max_paths,
         check_determinism: args.check_determinism,
+        cache: !args.ablation.no_cache,
         ..Default::default()
     };
     println!(
@@ -158,17 +197,24 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         workload.name,
         args.strategy,
         args.seed,
-        args.max_paths.map(|m| format!(", at most {m} paths")).unwrap_or_default()
+        args.max_paths
+            .map(|m| format!(", at most {m} paths"))
+            .unwrap_or_default()
     );
     let mut reporter = Reporter::new(&format!("{}/{}", system.name(), workload.name));
-    let outcome = explore(system.as_ref(), &workload, strat.as_mut(), &cfg, &mut |p| reporter.update(p));
+    let outcome = explore(system.as_ref(), &workload, strat.as_mut(), &cfg, &mut |p| {
+        reporter.update(p)
+    });
     reporter.finish();
     let outcome = outcome?;
 
     let secs = outcome.elapsed.as_secs_f64();
     let code = match &outcome.violation {
         Some((number, run)) => {
-            let v = run.violation.as_ref().expect("a violating run has its violation");
+            let v = run
+                .violation
+                .as_ref()
+                .expect("a violating run has its violation");
             let file = args.out.join(format!(
                 "{}-{}-{}-path{}.json",
                 system.name(),
@@ -178,7 +224,11 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             ));
             PathFile::from_run(&workload, &args.strategy, args.seed, *number, run).save(&file)?;
             println!("VIOLATION on path {number}: {v}");
-            println!("  path file: {} ({} events)", file.display(), run.steps.len());
+            println!(
+                "  path file: {} ({} events)",
+                file.display(),
+                run.steps.len()
+            );
             println!("  replay it: flymc replay {}", file.display());
             1
         }
@@ -187,7 +237,10 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             0
         }
         None => {
-            println!("no violation within {} paths (not exhausted)", outcome.paths);
+            println!(
+                "no violation within {} paths (not exhausted)",
+                outcome.paths
+            );
             0
         }
     };
@@ -245,7 +298,13 @@ fn replay_cmd(file: &Path, folder: Option<&Path>) -> Result<u8> {
             println!("matched: every state as recorded, no violation");
             Ok(0)
         }
-        ReplayOutcome::Diverged { step, event, expected, observed, differences } => {
+        ReplayOutcome::Diverged {
+            step,
+            event,
+            expected,
+            observed,
+            differences,
+        } => {
             println!("diverged at step {step} ({event})");
             for d in &differences {
                 println!("  expected vs observed: {d}");
@@ -259,11 +318,15 @@ fn replay_cmd(file: &Path, folder: Option<&Path>) -> Result<u8> {
         }
         ReplayOutcome::ViolationDiffers { expected, observed } => {
             let show = |v: &Option<flymc_model::Violation>| {
-                v.as_ref().map_or("no violation".to_string(), |v| v.to_string())
+                v.as_ref()
+                    .map_or("no violation".to_string(), |v| v.to_string())
             };
-            println!("diverged: states matched but expected {} and observed {}", show(&expected), show(&observed));
+            println!(
+                "diverged: states matched but expected {} and observed {}",
+                show(&expected),
+                show(&observed)
+            );
             Ok(3)
         }
     }
 }
-

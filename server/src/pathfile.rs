@@ -93,13 +93,19 @@ impl PathFile {
             path_number,
             events: run
                 .events()
-                .map(|e| PathEvent { id: e.id, description: e.describe() })
+                .map(|e| PathEvent {
+                    id: e.id,
+                    description: e.describe(),
+                })
                 .collect(),
             states: run
                 .states
                 .iter()
                 .zip(&run.hashes)
-                .map(|(s, h)| StateRecord { hash: format!("{h:016x}"), state: s.clone() })
+                .map(|(s, h)| StateRecord {
+                    hash: format!("{h:016x}"),
+                    state: s.clone(),
+                })
                 .collect(),
             ending: run.ending.clone(),
             violation: run.violation.clone(),
@@ -107,10 +113,12 @@ impl PathFile {
     }
 
     pub fn load(path: &Path) -> Result<PathFile, PathFileError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| PathFileError::Io(path.into(), e))?;
+        let text = std::fs::read_to_string(path).map_err(|e| PathFileError::Io(path.into(), e))?;
         let value: Value = serde_json::from_str(&text).map_err(|e| {
-            PathFileError::NotAPathFile(path.into(), format!("invalid JSON at line {} column {}", e.line(), e.column()))
+            PathFileError::NotAPathFile(
+                path.into(),
+                format!("invalid JSON at line {} column {}", e.line(), e.column()),
+            )
         })?;
         match value.get("format").and_then(Value::as_str) {
             Some(FORMAT) => {}
@@ -125,7 +133,10 @@ impl PathFile {
             Some(VERSION) => {}
             Some(v) => return Err(PathFileError::Version(path.into(), v)),
             None => {
-                return Err(PathFileError::Corrupt(path.into(), "it has no \"version\" number".into()))
+                return Err(PathFileError::Corrupt(
+                    path.into(),
+                    "it has no \"version\" number".into(),
+                ))
             }
         }
         let file: PathFile = serde_json::from_value(value)
@@ -133,7 +144,11 @@ impl PathFile {
         if file.states.len() != file.events.len() + 1 {
             return Err(PathFileError::Corrupt(
                 path.into(),
-                format!("{} events but {} states (expected one more state than events)", file.events.len(), file.states.len()),
+                format!(
+                    "{} events but {} states (expected one more state than events)",
+                    file.events.len(),
+                    file.states.len()
+                ),
             ));
         }
         for (i, rec) in file.states.iter().enumerate() {

@@ -19,14 +19,17 @@ impl Reporter {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new_spinner();
             bar.set_style(
-                ProgressStyle::with_template("{spinner} {prefix} {msg}")
-                    .expect("static template"),
+                ProgressStyle::with_template("{spinner} {prefix} {msg}").expect("static template"),
             );
             bar.set_prefix(label.to_string());
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
-        Reporter { bar, last_line: Instant::now(), every: Duration::from_secs(5) }
+        Reporter {
+            bar,
+            last_line: Instant::now(),
+            every: Duration::from_secs(5),
+        }
     }
 
     pub fn update(&mut self, p: &Progress) {

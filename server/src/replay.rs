@@ -11,7 +11,11 @@ use crate::workloads;
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     #[error("the workload file {file} changed since this path was recorded (sha256 {now}, recorded {then}); restore it or re-run the exploration to record a new path")]
-    WorkloadChanged { file: String, now: String, then: String },
+    WorkloadChanged {
+        file: String,
+        now: String,
+        then: String,
+    },
     #[error("the path's workload file {0} is missing and no workload `{1}` exists for {2}; pass --workloads DIR")]
     WorkloadMissing(String, String, String),
     #[error(transparent)]
@@ -38,7 +42,10 @@ pub enum ReplayOutcome {
         differences: Vec<String>,
     },
     /// Every state matched but the violation did not (a property changed).
-    ViolationDiffers { expected: Option<Violation>, observed: Option<Violation> },
+    ViolationDiffers {
+        expected: Option<Violation>,
+        observed: Option<Violation>,
+    },
 }
 
 /// The path's workload, after checking that its file is the one the path was recorded with.
@@ -73,14 +80,22 @@ pub fn replay(
     let mut target = system
         .target(workload)
         .map_err(|e| ReplayError::Setup(system.name().into(), e.to_string()))?;
-    let plan = Plan { prefix: path.event_ids(), tail: Tail::Stop, strict: true };
+    let plan = Plan {
+        prefix: path.event_ids(),
+        tail: Tail::Stop,
+        strict: true,
+    };
     let run = Executor::new(system, workload).run(target.as_mut(), &plan, None)?;
     for (i, (rec, seen)) in path.states.iter().zip(&run.states).enumerate() {
         if rec.state != *seen {
             let step = i.saturating_sub(1);
             return Ok(ReplayOutcome::Diverged {
                 step,
-                event: if i == 0 { "(initial state)".into() } else { path.events[step].description.clone() },
+                event: if i == 0 {
+                    "(initial state)".into()
+                } else {
+                    path.events[step].description.clone()
+                },
                 expected: Box::new(rec.state.clone()),
                 observed: Some(Box::new(seen.clone())),
                 differences: rec.state.diff(seen, 8),
@@ -103,12 +118,18 @@ pub fn replay(
             event: path.events[step].description.clone(),
             expected: Box::new(path.states[step + 1].state.clone()),
             observed: None,
-            differences: vec![format!("the run ended early: {:?}", run.violation.map(|v| v.to_string()))],
+            differences: vec![format!(
+                "the run ended early: {:?}",
+                run.violation.map(|v| v.to_string())
+            )],
         });
     }
     match (&path.violation, run.violation) {
         (Some(a), Some(b)) if a.property == b.property => Ok(ReplayOutcome::Reproduced(b)),
         (None, None) => Ok(ReplayOutcome::Matched),
-        (expected, observed) => Ok(ReplayOutcome::ViolationDiffers { expected: expected.clone(), observed }),
+        (expected, observed) => Ok(ReplayOutcome::ViolationDiffers {
+            expected: expected.clone(),
+            observed,
+        }),
     }
 }

@@ -30,16 +30,39 @@ impl Protocol for Tiny {
     type Msg = Msg;
     type Env = ();
 
-    fn init(&self, w: &Workload, _: &mut (), out: &mut Outbox<Msg>) -> Result<Vec<Node>, TargetError> {
-        let reqs = w.params.get("requests").and_then(|v| v.as_array()).cloned().unwrap_or_default();
+    fn init(
+        &self,
+        w: &Workload,
+        _: &mut (),
+        out: &mut Outbox<Msg>,
+    ) -> Result<Vec<Node>, TargetError> {
+        let reqs = w
+            .params
+            .get("requests")
+            .and_then(|v| v.as_array())
+            .cloned()
+            .unwrap_or_default();
         for r in reqs {
             let to = r[0].as_u64().unwrap_or(0) as usize;
-            out.client(to, Msg::Req { forward: r[1].as_i64().unwrap_or(-1) });
+            out.client(
+                to,
+                Msg::Req {
+                    forward: r[1].as_i64().unwrap_or(-1),
+                },
+            );
         }
         Ok(vec![Node { count: 0 }; w.nodes])
     }
 
-    fn handle(&self, _id: NodeId, node: &mut Node, _: &mut (), _from: Option<NodeId>, msg: Msg, out: &mut Outbox<Msg>) {
+    fn handle(
+        &self,
+        _id: NodeId,
+        node: &mut Node,
+        _: &mut (),
+        _from: Option<NodeId>,
+        msg: Msg,
+        out: &mut Outbox<Msg>,
+    ) {
         node.count += 1;
         if let Msg::Req { forward } = msg {
             if forward >= 0 {

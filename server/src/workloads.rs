@@ -9,9 +9,17 @@ pub enum FindError {
     #[error("no workloads folder found; run flymc from the flymc checkout, or pass --workloads DIR (or set FLYMC_WORKLOADS)")]
     NoFolder,
     #[error("unknown workload `{name}` for {system}; valid workloads: {valid}")]
-    Unknown { system: String, name: String, valid: String },
+    Unknown {
+        system: String,
+        name: String,
+        valid: String,
+    },
     #[error("{file} is a workload for `{found}`, not for `{system}`; pass --system {found}")]
-    WrongSystem { file: PathBuf, system: String, found: String },
+    WrongSystem {
+        file: PathBuf,
+        system: String,
+        found: String,
+    },
     #[error(transparent)]
     Workload(#[from] WorkloadError),
 }
@@ -77,14 +85,22 @@ pub fn load(folder: &Path, system: &str, name_or_path: &str) -> Result<Workload,
             return Err(FindError::Unknown {
                 system: system.into(),
                 name: name_or_path.into(),
-                valid: if valid.is_empty() { "(none)".into() } else { valid.join(", ") },
+                valid: if valid.is_empty() {
+                    "(none)".into()
+                } else {
+                    valid.join(", ")
+                },
             });
         }
         file
     };
     let w = Workload::load(&file)?;
     if w.system != system {
-        return Err(FindError::WrongSystem { file, system: system.into(), found: w.system });
+        return Err(FindError::WrongSystem {
+            file,
+            system: system.into(),
+            found: w.system,
+        });
     }
     Ok(w)
 }

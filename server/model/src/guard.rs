@@ -24,7 +24,10 @@ use serde_json::{Map, Value};
 pub enum Expr {
     Lit(Value),
     /// `n.a.b` (node) or `m.a.b` (message).
-    Var { scope: Scope, path: Vec<String> },
+    Var {
+        scope: Scope,
+        path: Vec<String>,
+    },
     Not(Box<Expr>),
     Neg(Box<Expr>),
     Len(Box<Expr>),
@@ -120,7 +123,9 @@ fn lex(src: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
                 i += 1;
             }
             let text: String = chars[start..i].iter().collect();
-            let n = text.parse().map_err(|_| err(col, format!("number `{text}` is too large")))?;
+            let n = text
+                .parse()
+                .map_err(|_| err(col, format!("number `{text}` is too large")))?;
             out.push((col, Tok::Int(n)));
         } else if c.is_alphabetic() || c == '_' {
             let start = i;
@@ -144,7 +149,11 @@ fn lex(src: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
             let sym = ["==", "!=", "<=", ">=", "&&", "||"]
                 .into_iter()
                 .find(|s| *s == two)
-                .or_else(|| ["<", ">", "!", "+", "-", "(", ")", "."].into_iter().find(|s| s.starts_with(c)));
+                .or_else(|| {
+                    ["<", ">", "!", "+", "-", "(", ")", "."]
+                        .into_iter()
+                        .find(|s| s.starts_with(c))
+                });
             match sym {
                 Some(s) => {
                     i += s.len();
@@ -171,7 +180,10 @@ impl Parser {
         self.toks.get(self.pos).map_or(self.end_col, |(c, _)| *c)
     }
     fn err<T>(&self, message: impl Into<String>) -> Result<T, ParseError> {
-        Err(ParseError { column: self.col(), message: message.into() })
+        Err(ParseError {
+            column: self.col(),
+            message: message.into(),
+        })
     }
     fn at(&self, s: &str) -> bool {
         matches!(self.peek(), Some(Tok::Sym(t)) if *t == s)
@@ -299,7 +311,11 @@ impl Parser {
 /// Parse a guard.
 pub fn parse(src: &str) -> Result<Expr, ParseError> {
     let toks = lex(src)?;
-    let mut p = Parser { toks, pos: 0, end_col: src.chars().count() + 1 };
+    let mut p = Parser {
+        toks,
+        pos: 0,
+        end_col: src.chars().count() + 1,
+    };
     let e = p.or()?;
     if p.pos < p.toks.len() {
         return p.err("unexpected text after the expression");
@@ -322,7 +338,11 @@ impl Expr {
     }
 
     /// Evaluate against a node's variables and a message's fields.
-    pub fn eval(&self, node: &Map<String, Value>, msg: &Map<String, Value>) -> Result<Value, EvalError> {
+    pub fn eval(
+        &self,
+        node: &Map<String, Value>,
+        msg: &Map<String, Value>,
+    ) -> Result<Value, EvalError> {
         Ok(match self {
             Expr::Lit(v) => v.clone(),
             Expr::Var { scope, path } => {
@@ -359,7 +379,9 @@ impl Expr {
                                 let ord = match (&x, &y) {
                                     (Value::Number(_), Value::Number(_)) => int(&x)?.cmp(&int(&y)?),
                                     (Value::String(s), Value::String(t)) => s.cmp(t),
-                                    _ => return Err(EvalError(format!("cannot order {x} and {y}"))),
+                                    _ => {
+                                        return Err(EvalError(format!("cannot order {x} and {y}")))
+                                    }
                                 };
                                 Value::Bool(match op {
                                     Op::Lt => ord.is_lt(),
@@ -389,7 +411,8 @@ fn truthy(v: &Value) -> Result<bool, EvalError> {
 }
 
 fn int(v: &Value) -> Result<i64, EvalError> {
-    v.as_i64().ok_or_else(|| EvalError(format!("{v} is not an integer")))
+    v.as_i64()
+        .ok_or_else(|| EvalError(format!("{v} is not an integer")))
 }
 
 #[cfg(test)]
@@ -416,15 +439,23 @@ mod tests {
         assert!(g.holds(&obj(json!({"a": 1})), &Map::new()));
         assert!(g.holds(&obj(json!({"a": 5, "log": [1, 2]})), &Map::new()));
         assert!(!g.holds(&obj(json!({"a": 5, "log": [1]})), &Map::new()));
-        assert!(parse("-n.a < 0").unwrap().holds(&obj(json!({"a": 2})), &Map::new()));
+        assert!(parse("-n.a < 0")
+            .unwrap()
+            .holds(&obj(json!({"a": 2})), &Map::new()));
     }
 
     #[test]
     fn errors_name_the_column() {
         assert_eq!(parse("m.ballot > ").unwrap_err().column, 12);
         assert_eq!(parse("m.ballot >> 1").unwrap_err().column, 11);
-        assert!(parse("x.ballot").unwrap_err().message.contains("unknown name"));
-        assert!(parse("\"open").unwrap_err().message.contains("unterminated"));
+        assert!(parse("x.ballot")
+            .unwrap_err()
+            .message
+            .contains("unknown name"));
+        assert!(parse("\"open")
+            .unwrap_err()
+            .message
+            .contains("unterminated"));
         assert!(parse("n").is_err());
     }
 

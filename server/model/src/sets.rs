@@ -129,11 +129,18 @@ pub struct SetsFile {
 impl SetsFile {
     /// Parse and check a sets file. `file` names it in errors.
     pub fn parse(file: &str, text: &str, known: &Known) -> Result<SetsFile, SetsError> {
-        let err = |line: usize, message: String| SetsError { file: file.into(), line, message };
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| err(e.line(), format!("invalid JSON: {e}")))?;
+        let err = |line: usize, message: String| SetsError {
+            file: file.into(),
+            line,
+            message,
+        };
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| err(e.line(), format!("invalid JSON: {e}")))?;
         if value.get("format").and_then(Value::as_str) != Some(FORMAT) {
-            return Err(err(1, format!("not a sets file: it needs \"format\": \"{FORMAT}\"")));
+            return Err(err(
+                1,
+                format!("not a sets file: it needs \"format\": \"{FORMAT}\""),
+            ));
         }
         match value.get("version").and_then(Value::as_u64) {
             Some(VERSION) => {}
@@ -152,8 +159,17 @@ impl SetsFile {
         Self::from_raw(file, text, raw, known)
     }
 
-    fn from_raw(file: &str, text: &str, raw: RawSets, known: &Known) -> Result<SetsFile, SetsError> {
-        let err = |line: usize, message: String| SetsError { file: file.into(), line, message };
+    fn from_raw(
+        file: &str,
+        text: &str,
+        raw: RawSets,
+        known: &Known,
+    ) -> Result<SetsFile, SetsError> {
+        let err = |line: usize, message: String| SetsError {
+            file: file.into(),
+            line,
+            message,
+        };
         if let Some(vars) = &known.node_vars {
             for v in &raw.node_vars {
                 if !vars.contains(v) {
@@ -168,7 +184,10 @@ impl SetsFile {
                 }
             }
         }
-        let check_vars = |set: &BTreeSet<String>, what: &str, from: usize| -> Result<(), SetsError> {
+        let check_vars = |set: &BTreeSet<String>,
+                          what: &str,
+                          from: usize|
+         -> Result<(), SetsError> {
             for v in set {
                 if !raw.node_vars.contains(v) {
                     return Err(err(
@@ -179,7 +198,10 @@ impl SetsFile {
             }
             Ok(())
         };
-        let parse_guard = |g: &str, from: usize, fields: Option<&[String]>| -> Result<Expr, SetsError> {
+        let parse_guard = |g: &str,
+                           from: usize,
+                           fields: Option<&[String]>|
+         -> Result<Expr, SetsError> {
             let line = line_of(text, &json_escape(g), from);
             let e = guard::parse(g)
                 .map_err(|e| err(line, format!("guard `{g}` does not parse: {e}")))?;
@@ -187,7 +209,10 @@ impl SetsFile {
             e.vars(Scope::Node, &mut vars);
             for v in vars {
                 if !raw.node_vars.contains(&v) {
-                    return Err(err(line, format!("guard `{g}` reads unknown variable `n.{v}`")));
+                    return Err(err(
+                        line,
+                        format!("guard `{g}` reads unknown variable `n.{v}`"),
+                    ));
                 }
             }
             if let Some(fields) = fields {
@@ -272,8 +297,16 @@ impl SetsFile {
 
     /// The sets of a message of `kind` with `fields` arriving at a node in state `node`, or `None`
     /// when the file has no entry that applies (callers must then assume the worst).
-    pub fn message(&self, kind: &str, node: &Map<String, Value>, fields: &Map<String, Value>) -> Option<&Entry> {
-        self.messages.get(kind)?.iter().find(|e| e.guard.holds(node, fields))
+    pub fn message(
+        &self,
+        kind: &str,
+        node: &Map<String, Value>,
+        fields: &Map<String, Value>,
+    ) -> Option<&Entry> {
+        self.messages
+            .get(kind)?
+            .iter()
+            .find(|e| e.guard.holds(node, fields))
     }
 
     /// The sets of a crash (or reboot, with `reboot = true`) of a node in state `node`.
@@ -331,7 +364,11 @@ mod tests {
         let n = json!({"promised": 2}).as_object().unwrap().clone();
         let hi = json!({"ballot": 3}).as_object().unwrap().clone();
         let lo = json!({"ballot": 1}).as_object().unwrap().clone();
-        assert!(s.message("prepare", &n, &hi).unwrap().update.contains("promised"));
+        assert!(s
+            .message("prepare", &n, &hi)
+            .unwrap()
+            .update
+            .contains("promised"));
         assert!(s.message("prepare", &n, &lo).unwrap().update.is_empty());
         assert!(s.message("nope", &n, &lo).is_none());
         assert!(s.fault(false, &n).unwrap().update.contains("acks"));
@@ -352,9 +389,15 @@ mod tests {
         let bad = GOOD.replace("\"ack\": {", "\"nack\": {");
         let e = SetsFile::parse("demo.json", &bad, &known()).unwrap_err();
         assert_eq!(e.line, 12);
-        assert!(e.message.contains("message kind `nack` does not exist"), "{e}");
+        assert!(
+            e.message.contains("message kind `nack` does not exist"),
+            "{e}"
+        );
 
-        let bad = GOOD.replace("\"node_vars\": [\"promised\", \"acks\"]", "\"node_vars\": [\"promised\", \"acks\", \"ghost\"]");
+        let bad = GOOD.replace(
+            "\"node_vars\": [\"promised\", \"acks\"]",
+            "\"node_vars\": [\"promised\", \"acks\", \"ghost\"]",
+        );
         let e = SetsFile::parse("demo.json", &bad, &known()).unwrap_err();
         assert_eq!(e.line, 3);
 

@@ -175,6 +175,15 @@ impl Symmetry {
         v.to_string()
     }
 
+    /// Are nodes `a` and `b` of one symmetric role and in the same local state (so crashing
+    /// either leads to symmetric states)?
+    pub fn interchangeable(&self, state: &GlobalState, a: NodeId, b: NodeId) -> bool {
+        a == b
+            || (self.group_of(a).is_some()
+                && self.group_of(a) == self.group_of(b)
+                && self.signature(state, a) == self.signature(state, b))
+    }
+
     /// A description of node `m` that any renaming of symmetric nodes leaves unchanged.
     fn signature(&self, state: &GlobalState, m: NodeId) -> String {
         let node = &state.nodes[m];

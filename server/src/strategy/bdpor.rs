@@ -9,6 +9,10 @@ pub fn new(ctx: &StrategyContext) -> Dpor<SameNode> {
     Dpor::new(
         "bdpor",
         SameNode,
-        DporOptions { bound: Some(ctx.bound), seed: ctx.seed, ..Default::default() },
+        DporOptions {
+            bound: Some(ctx.bound),
+            seed: ctx.seed,
+            ..Default::default()
+        },
     )
 }

@@ -9,6 +9,10 @@ pub fn new(ctx: &StrategyContext) -> Dpor<SameNode> {
     Dpor::new(
         "brdpor",
         SameNode,
-        DporOptions { bound: Some(ctx.bound), random_every: Some(RANDOM_EVERY), seed: ctx.seed },
+        DporOptions {
+            bound: Some(ctx.bound),
+            random_every: Some(RANDOM_EVERY),
+            seed: ctx.seed,
+        },
     )
 }

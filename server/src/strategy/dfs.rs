@@ -17,7 +17,12 @@ pub struct Dfs {
 
 impl Dfs {
     pub fn new() -> Self {
-        Dfs { stack: Vec::new(), current_prefix: 0, started: false, generated: 0 }
+        Dfs {
+            stack: Vec::new(),
+            current_prefix: 0,
+            started: false,
+            generated: 0,
+        }
     }
 }
 
@@ -66,6 +71,9 @@ impl Strategy for Dfs {
     }
 
     fn stats(&self) -> StrategyStats {
-        StrategyStats { generated: self.generated, ..Default::default() }
+        StrategyStats {
+            generated: self.generated,
+            ..Default::default()
+        }
     }
 }

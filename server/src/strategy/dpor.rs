@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use flymc_model::{stable_hash, EventId};
+use flymc_model::{stable_hash, Event, EventId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -20,6 +20,29 @@ pub trait Dependence {
     /// Steps `i < j` of `run`: may swapping them change the outcome, judged in the state before
     /// step `i` (`run.states[i]`)?
     fn dependent(&mut self, run: &Run, i: usize, j: usize) -> bool;
+
+    /// Is running `candidate` from the state before step `i` redundant given the events already
+    /// scheduled there (e.g. SAMC's symmetric crashes)? Such candidates are pruned.
+    fn redundant(
+        &mut self,
+        _run: &Run,
+        _i: usize,
+        _candidate: &Event,
+        _scheduled: &HashSet<EventId>,
+    ) -> bool {
+        false
+    }
+
+    /// What pruning by [`Dependence::redundant`] is called in statistics.
+    fn redundancy_name(&self) -> &'static str {
+        "redundancy"
+    }
+}
+
+/// The event with id `id` enabled before step `i` (or at the end of the run).
+pub fn enabled_event(run: &Run, i: usize, id: EventId) -> Option<&Event> {
+    let list = run.steps.get(i).map_or(&run.final_enabled, |s| &s.enabled);
+    list.iter().find(|e| e.event.id == id).map(|e| &e.event)
 }
 
 /// Knobs that turn plain DPOR into the bounded and random hybrids of FlyMC's Table 2.
@@ -49,6 +72,7 @@ pub struct Dpor<D> {
     handed_out: u64,
     rng: ChaCha8Rng,
     generated: u64,
+    pruned: u64,
 }
 
 /// Hash of a prefix extended by one event.
@@ -108,6 +132,32 @@ impl<D: Dependence> Dpor<D> {
             handed_out: 0,
             rng: ChaCha8Rng::seed_from_u64(opts.seed),
             generated: 0,
+            pruned: 0,
+        }
+    }
+}
+
+impl<D: Dependence> Dpor<D> {
+    /// Queue `c` from the prefix hashed `h` (step `i`) unless already scheduled or redundant.
+    fn consider(
+        &mut self,
+        run: &Run,
+        h: u64,
+        i: usize,
+        c: EventId,
+        new: &mut Vec<(usize, EventId)>,
+    ) {
+        let node = self.tree.entry(h).or_default();
+        if node.scheduled.contains(&c) {
+            return;
+        }
+        let redundant = enabled_event(run, i, c)
+            .is_some_and(|e| self.dep.redundant(run, i, e, &node.scheduled));
+        node.scheduled.insert(c);
+        if redundant {
+            self.pruned += 1;
+        } else {
+            new.push((i, c));
         }
     }
 }
@@ -128,7 +178,11 @@ impl<D: Dependence> Strategy for Dpor<D> {
         }
         if let Some(k) = self.opts.random_every {
             if self.handed_out % k == 0 {
-                return Some(Plan { prefix: Vec::new(), tail: Tail::Random(self.rng.gen()), strict: false });
+                return Some(Plan {
+                    prefix: Vec::new(),
+                    tail: Tail::Random(self.rng.gen()),
+                    strict: false,
+                });
             }
         }
         self.stack.pop().map(Plan::fifo)
@@ -138,29 +192,29 @@ impl<D: Dependence> Strategy for Dpor<D> {
         let ids = run.event_ids();
         let hashes = prefix_hashes(&ids);
         for (i, id) in ids.iter().enumerate() {
-            self.tree.entry(hashes[i]).or_default().scheduled.insert(*id);
+            self.tree
+                .entry(hashes[i])
+                .or_default()
+                .scheduled
+                .insert(*id);
         }
         let mut new: Vec<(usize, EventId)> = Vec::new();
         for j in 1..run.steps.len() {
-            let Some(i) = last_race(&mut self.dep, run, j) else { continue };
+            let Some(i) = last_race(&mut self.dep, run, j) else {
+                continue;
+            };
             if self.opts.bound.is_some_and(|b| i >= b) {
                 continue;
             }
-            let node = self.tree.entry(hashes[i]).or_default();
             for c in race_candidates(run, i, j) {
-                if node.scheduled.insert(c) {
-                    new.push((i, c));
-                }
+                self.consider(run, hashes[i], i, c, &mut new);
             }
         }
         // Faults left untaken at the end: run them there, and races move them earlier.
         let end = run.steps.len();
         if !self.opts.bound.is_some_and(|b| end >= b) {
-            let node = self.tree.entry(hashes[end]).or_default();
             for f in &run.final_enabled {
-                if node.scheduled.insert(f.event.id) {
-                    new.push((end, f.event.id));
-                }
+                self.consider(run, hashes[end], end, f.event.id, &mut new);
             }
         }
         // Shallow first, so the deepest backtrack point is explored next.
@@ -178,6 +232,15 @@ impl<D: Dependence> Strategy for Dpor<D> {
     }
 
     fn stats(&self) -> StrategyStats {
-        StrategyStats { generated: self.generated, ..Default::default() }
+        let pruned = if self.pruned > 0 {
+            vec![(self.dep.redundancy_name().to_string(), self.pruned)]
+        } else {
+            Vec::new()
+        };
+        StrategyStats {
+            generated: self.generated,
+            pruned,
+            ..Default::default()
+        }
     }
 }

@@ -16,5 +16,12 @@ impl Dependence for SameNode {
 }
 
 pub fn new(ctx: &StrategyContext) -> Dpor<SameNode> {
-    Dpor::new("mdpor", SameNode, DporOptions { seed: ctx.seed, ..Default::default() })
+    Dpor::new(
+        "mdpor",
+        SameNode,
+        DporOptions {
+            seed: ctx.seed,
+            ..Default::default()
+        },
+    )
 }

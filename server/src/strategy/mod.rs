@@ -7,10 +7,13 @@ mod bdpor;
 mod brdpor;
 mod dfs;
 pub mod dpor;
+pub mod flymc;
 mod mdpor;
 mod random;
 mod rdpor;
+mod samc;
 
+use flymc_model::sets::SetsFile;
 use flymc_model::{Symmetry, Workload};
 use serde::Serialize;
 
@@ -23,6 +26,20 @@ pub struct StrategyContext<'a> {
     pub seed: u64,
     /// Depth bound for the bounded strategies (`bdpor`, `brdpor`).
     pub bound: usize,
+    /// The system's sets file, for `samc` and `flymc`.
+    pub sets: Option<SetsFile>,
+    /// Which FlyMC algorithms are on.
+    pub flymc: FlymcOptions,
+}
+
+pub use flymc::FlymcOptions;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("unknown strategy `{0}`; valid strategies: {valid}", valid = NAMES.join(", "))]
+    Unknown(String),
+    #[error("strategy `{0}` needs a sets file, and this system ships none; pass --sets FILE (see `flymc analyze`)")]
+    NeedsSets(String),
 }
 
 /// Counters a strategy reports in the run summary and in benchmarks.
@@ -51,18 +68,27 @@ pub trait Strategy {
 }
 
 /// The strategies, by command-line name.
-pub const NAMES: &[&str] = &["dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor"];
+pub const NAMES: &[&str] = &[
+    "dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor", "samc", "flymc",
+];
 
 /// Build a strategy by name.
-pub fn build(name: &str, ctx: &StrategyContext) -> Option<Box<dyn Strategy>> {
-    Some(match name {
+pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, BuildError> {
+    let sets = || {
+        ctx.sets
+            .clone()
+            .ok_or_else(|| BuildError::NeedsSets(name.into()))
+    };
+    Ok(match name {
         "dfs" => Box::new(dfs::Dfs::new()),
         "random" => Box::new(random::RandomWalk::new(ctx.seed)),
         "mdpor" => Box::new(mdpor::new(ctx)),
         "bdpor" => Box::new(bdpor::new(ctx)),
         "rdpor" => Box::new(rdpor::new(ctx)),
         "brdpor" => Box::new(brdpor::new(ctx)),
-        _ => return None,
+        "samc" => Box::new(samc::new(sets()?, ctx.symmetry.clone(), ctx.seed)),
+        "flymc" => Box::new(flymc::Flymc::new(sets()?, ctx.symmetry.clone(), ctx.flymc)),
+        _ => return Err(BuildError::Unknown(name.into())),
     })
 }
 

@@ -12,7 +12,9 @@ pub struct RandomWalk {
 
 impl RandomWalk {
     pub fn new(seed: u64) -> Self {
-        RandomWalk { rng: ChaCha8Rng::seed_from_u64(seed) }
+        RandomWalk {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
     }
 }
 
@@ -23,7 +25,11 @@ impl Strategy for RandomWalk {
 
     /// Never exhausts: random search runs until the path budget is spent or a bug is found.
     fn next_plan(&mut self) -> Option<Plan> {
-        Some(Plan { prefix: Vec::new(), tail: Tail::Random(self.rng.gen()), strict: false })
+        Some(Plan {
+            prefix: Vec::new(),
+            tail: Tail::Random(self.rng.gen()),
+            strict: false,
+        })
     }
 
     fn observe(&mut self, _run: &Run) {}

@@ -10,6 +10,10 @@ pub fn new(ctx: &StrategyContext) -> Dpor<SameNode> {
     Dpor::new(
         "rdpor",
         SameNode,
-        DporOptions { random_every: Some(RANDOM_EVERY), seed: ctx.seed, ..Default::default() },
+        DporOptions {
+            random_every: Some(RANDOM_EVERY),
+            seed: ctx.seed,
+            ..Default::default()
+        },
     )
 }
