@@ -32,8 +32,9 @@ pub struct ExploreConfig {
     pub check_determinism: bool,
     /// Use the state-event cache.
     pub cache: bool,
-    /// Keep going after a violation (benchmarks stop at the first).
-    pub stop_on_violation: bool,
+    /// Stop only on a violation of this property (benchmarks look for one bug and step over
+    /// others); `None` stops on the first violation of any property.
+    pub stop_on_property: Option<String>,
 }
 
 impl Default for ExploreConfig {
@@ -42,7 +43,7 @@ impl Default for ExploreConfig {
             max_paths: None,
             check_determinism: false,
             cache: true,
-            stop_on_violation: true,
+            stop_on_property: None,
         }
     }
 }
@@ -67,8 +68,11 @@ pub struct Outcome {
     pub paths: u64,
     /// The strategy had nothing left to explore.
     pub exhausted: bool,
-    /// The first run that violated a property, and its 1-based path number.
+    /// The first run that violated a property (the one asked for, if any), and its 1-based
+    /// path number.
     pub violation: Option<(u64, Run)>,
+    /// Paths that violated some other property than the one asked for.
+    pub other_violations: u64,
     pub unique_states: HashSet<u64>,
     pub elapsed: Duration,
     pub cache_hits: u64,
@@ -103,6 +107,7 @@ pub fn explore(
         stats: StrategyStats::default(),
         diverged: 0,
         events: 0,
+        other_violations: 0,
     };
     loop {
         if cfg.max_paths.is_some_and(|m| out.paths >= m) {
@@ -129,10 +134,13 @@ pub fn explore(
             unique_states: out.unique_states.len(),
             elapsed: start.elapsed(),
         });
-        if run.violation.is_some() && out.violation.is_none() {
-            out.violation = Some((out.paths, run));
-            if cfg.stop_on_violation {
-                break;
+        if let Some(v) = &run.violation {
+            match &cfg.stop_on_property {
+                Some(p) if *p != v.property => out.other_violations += 1,
+                _ => {
+                    out.violation = Some((out.paths, run));
+                    break;
+                }
             }
         }
     }

@@ -5,6 +5,7 @@
 //! that `flymc replay` re-executes; [`replay`] does that; [`systems`] and [`workloads`] find what
 //! the command line names.
 
+pub mod bench;
 pub mod cache;
 pub mod executor;
 pub mod explore;

@@ -40,8 +40,36 @@ enum Command {
     },
     /// List the systems flymc can check.
     Systems,
+    /// Compare every strategy on the simulated bug and exhaustion workloads (FlyMC Figures 1, 8
+    /// and 13): prints tables, writes bench.json and two SVG bar charts.
+    Bench(BenchArgs),
     /// List the workloads of one system (or of all).
     Workloads { system: Option<String> },
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Which benchmark.
+    #[arg(default_value = "sims", value_parser = ["sims"])]
+    what: String,
+    /// Path budget per exploration (FlyMC's Figure 8 stops at 10,000).
+    #[arg(long, default_value_t = 10_000)]
+    cap: u64,
+    /// Seeds averaged for the random strategies.
+    #[arg(long, default_value_t = 5)]
+    seeds: u64,
+    /// Parallel explorations (default: the number of cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Only these workloads (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Depth bound for bdpor and brdpor.
+    #[arg(long, default_value_t = 25)]
+    bound: usize,
+    /// Where bench.json and the charts go.
+    #[arg(long, default_value = "flymc-out/bench", value_name = "DIR")]
+    out: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -136,6 +164,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Run(args) => run(args, folder),
         Command::Replay { file } => replay_cmd(&file, folder),
+        Command::Bench(args) => bench(args, folder),
         Command::Systems => {
             for s in systems::all() {
                 println!("{:<16} {}", s.name(), s.description());
@@ -274,6 +303,31 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     }
     println!("{summary}");
     Ok(code)
+}
+
+fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
+    let folder = workloads::folder(folder)?;
+    let cfg = flymc::bench::BenchConfig {
+        cap: args.cap,
+        seeds: args.seeds,
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        out: args.out.clone(),
+        only: args.only,
+        bound: args.bound,
+    };
+    println!(
+        "flymc bench {}: cap {} paths, {} seeds for random strategies, {} jobs",
+        args.what, cfg.cap, cfg.seeds, cfg.jobs
+    );
+    let report = flymc::bench::run(&cfg, &folder, &|line| eprintln!("{line}"))?;
+    print!("{}", flymc::bench::tables(&report));
+    for f in flymc::bench::write(&report, &cfg.out)? {
+        println!("wrote {}", f.display());
+    }
+    println!("bench took {:.1} s", report.seconds);
+    Ok(0)
 }
 
 fn replay_cmd(file: &Path, folder: Option<&Path>) -> Result<u8> {
