@@ -1,0 +1,725 @@
+//! From handler paths to a sets file.
+//!
+//! Every handler yields path groups: the atoms (branch conditions over `n.` and `m.`) they took
+//! and the sets they touched. Message kinds: a handler's paths go to the kinds its message can
+//! be (see analyzer/README.md, "Message kinds"). For each kind, every distinct atom set becomes
+//! an entry whose guard is their conjunction and whose sets are the union over *all* path groups
+//! of that kind whose atoms do not contradict it: conditions the guard language could not express
+//! were dropped, so a path with a weaker guard may be the one that runs. Entries are ordered most
+//! specific first and end with a catch-all `true` entry (the union of everything), so the first
+//! entry whose guard holds always covers the path that actually runs.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use flymc_model::guard::{self, Expr as GExpr, Op, Scope};
+use flymc_model::sets::{RawEntry, RawFault, RawMessage, RawSets, FORMAT, VERSION};
+
+use crate::exec::{self, Exec, Sets, St, Status, Step, Val, KIND_FIELD};
+use crate::ir::{rename, snake, Method, Pat, Program, Stmt, StmtKind};
+use crate::spec::{FaultSpec, HandlerSpec, Spec};
+use crate::sym::{guard_text, inconsistent, Atom, SOp, Sym};
+use crate::{AnalyzeError, Gap};
+
+/// One handler's run.
+#[derive(Clone, Debug)]
+pub struct HandlerReport {
+    pub name: String,
+    pub file: String,
+    pub message_class: String,
+    pub kinds: Vec<String>,
+    /// Path groups found (after merging).
+    pub paths: usize,
+    pub opaque_conditions: Vec<(String, usize)>,
+    pub external_calls: Vec<String>,
+}
+
+/// Per message kind: the handlers that contribute.
+#[derive(Clone, Debug, Default)]
+pub struct KindReport {
+    pub handlers: Vec<String>,
+    pub paths: usize,
+}
+
+pub struct Output {
+    pub sets: RawSets,
+    pub gaps: Vec<Gap>,
+    pub handlers: Vec<HandlerReport>,
+    pub kinds: BTreeMap<String, KindReport>,
+}
+
+struct PathOut {
+    atoms: Vec<Atom>,
+    sets: Sets,
+}
+
+fn gap(file: &str, line: usize, message: String) -> Gap {
+    Gap {
+        file: file.into(),
+        line,
+        column: if line == 0 { 0 } else { 1 },
+        message,
+    }
+}
+
+fn method<'p>(prog: &'p Program, class: &str, name: &str) -> Option<&'p Method> {
+    if class.is_empty() {
+        return prog.functions.get(name);
+    }
+    let c = prog.classes.get(class)?;
+    let mut ms: Vec<&Method> = c.methods.iter().filter(|m| m.name == name).collect();
+    ms.sort_by_key(|m| m.body.is_none());
+    ms.first().copied()
+}
+
+fn local_type(stmts: &[Stmt], name: &str) -> Option<String> {
+    for s in stmts {
+        if let StmtKind::Local {
+            pat: Pat::Bind(n),
+            ty: Some(t),
+            ..
+        } = &s.kind
+        {
+            if n == name {
+                return Some(t.clone());
+            }
+        }
+        let mut found = None;
+        crate::spec::for_children(s, &mut |b| {
+            if found.is_none() {
+                found = local_type(b, name);
+            }
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+fn declares(s: &Stmt, name: &str) -> bool {
+    matches!(&s.kind, StmtKind::Local { pat: Pat::Bind(n), .. } if n == name)
+}
+
+fn calls_with_arg(s: &Stmt, call: &str, arg: &str) -> bool {
+    use crate::ir::Expr;
+    fn in_expr(e: &Expr, call: &str, arg: &str) -> bool {
+        match e {
+            Expr::Call {
+                recv, name, args, ..
+            } => {
+                (name == call && args.iter().any(|a| matches!(a, Expr::Name(n) if n == arg)))
+                    || recv.as_deref().is_some_and(|r| in_expr(r, call, arg))
+                    || args.iter().any(|a| in_expr(a, call, arg))
+            }
+            Expr::Assign { value, .. } => in_expr(value, call, arg),
+            Expr::Unary(_, a) => in_expr(a, call, arg),
+            _ => false,
+        }
+    }
+    match &s.kind {
+        StmtKind::Expr(e) => in_expr(e, call, arg),
+        StmtKind::Local { init: Some(e), .. } => in_expr(e, call, arg),
+        _ => false,
+    }
+}
+
+fn guard_to_sym(e: &GExpr) -> Option<Sym> {
+    Some(match e {
+        GExpr::Lit(v) => match v {
+            serde_json::Value::Bool(b) => Sym::Bool(*b),
+            serde_json::Value::Null => Sym::Null,
+            serde_json::Value::String(s) => Sym::Str(s.clone()),
+            serde_json::Value::Number(n) => Sym::Int(n.as_i64()?),
+            _ => return None,
+        },
+        GExpr::Var { scope, path } if path.len() == 1 => match scope {
+            Scope::Node => Sym::N(path[0].clone()),
+            Scope::Msg => Sym::M(path[0].clone()),
+        },
+        GExpr::Var { .. } => return None,
+        GExpr::Not(a) => Sym::Not(Box::new(guard_to_sym(a)?)),
+        GExpr::Neg(a) => Sym::Neg(Box::new(guard_to_sym(a)?)),
+        GExpr::Len(a) => Sym::Len(Box::new(guard_to_sym(a)?)),
+        GExpr::Bin(a, op, b) => {
+            let op = match op {
+                Op::Or => SOp::Or,
+                Op::And => SOp::And,
+                Op::Eq => SOp::Eq,
+                Op::Ne => SOp::Ne,
+                Op::Lt => SOp::Lt,
+                Op::Le => SOp::Le,
+                Op::Gt => SOp::Gt,
+                Op::Ge => SOp::Ge,
+                Op::Add => SOp::Add,
+                Op::Sub => SOp::Sub,
+            };
+            Sym::bin(guard_to_sym(a)?, op, guard_to_sym(b)?)
+        }
+    })
+}
+
+fn where_of(spec_file: Option<&Path>) -> String {
+    spec_file
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "annotations".into())
+}
+
+/// How a handler's message maps to kinds.
+enum Kinds {
+    Fixed(String),
+    /// By a discriminator field (`m.type` constants; `@kind` for Rust enums) with the kinds
+    /// known up front (enum variants: name -> value).
+    Field(String, Vec<(String, Sym)>),
+}
+
+pub fn run(
+    prog: &Program,
+    spec: &Spec,
+    system: &str,
+    spec_file: Option<&Path>,
+) -> Result<Output, AnalyzeError> {
+    let wf = where_of(spec_file);
+    if spec.handlers.is_empty() {
+        return Err(AnalyzeError::NoHandlers(
+            "no message handler is annotated (@FlyMCHandler, or [[handler]] in the side file)"
+                .into(),
+        ));
+    }
+    let mut gaps = Vec::new();
+    let mut reports = Vec::new();
+    // message class -> kinds -> paths
+    let mut by_class: BTreeMap<String, Vec<(usize, Vec<PathOut>)>> = BTreeMap::new();
+    let mut class_kinds: BTreeMap<String, Kinds> = BTreeMap::new();
+    let mut handler_kind: BTreeMap<usize, Option<String>> = BTreeMap::new();
+
+    for (hi, h) in spec.handlers.iter().enumerate() {
+        let m = method(prog, &h.class, &h.method).ok_or_else(|| AnalyzeError::Annotation {
+            file: wf.clone(),
+            message: format!("handler `{}.{}` does not exist", h.class, h.method),
+        })?;
+        let (msg_var, is_param, msg_class) = message_of(prog, spec, h, m, &wf)?;
+        let mut ex = Exec::new(prog, spec);
+        let mut init = ex.initial(m, BTreeMap::new());
+        let msg = ex.msg_val(&msg_class);
+        let mut states = vec![];
+        // the handler's own guard
+        let guard_atoms = match &h.guard {
+            Some(g) => {
+                let e = guard::parse(g).map_err(|e| AnalyzeError::Annotation {
+                    file: wf.clone(),
+                    message: format!(
+                        "handler `{}.{}` guard `{g}` does not parse: {e}",
+                        h.class, h.method
+                    ),
+                })?;
+                Some(guard_to_sym(&e).ok_or_else(|| AnalyzeError::Annotation {
+                    file: wf.clone(),
+                    message: format!(
+                        "handler `{}.{}` guard `{g}` uses nested paths",
+                        h.class, h.method
+                    ),
+                })?)
+            }
+            None => None,
+        };
+        let body = m.body.as_ref().ok_or_else(|| AnalyzeError::Annotation {
+            file: wf.clone(),
+            message: format!("handler `{}.{}` has no body", h.class, h.method),
+        })?;
+        let sites: Vec<Vec<Step>> = if is_param {
+            Exec::bind_local(&mut init, &msg_var, msg.clone());
+            vec![vec![Step::Begin]]
+        } else {
+            let sites = match &h.receive {
+                Some(r) => exec::find_sites(body, &|s| calls_with_arg(s, r, &msg_var)),
+                None => exec::find_sites(body, &|s| declares(s, &msg_var)),
+            };
+            if sites.is_empty() {
+                return Err(AnalyzeError::Annotation {
+                    file: wf.clone(),
+                    message: format!(
+                        "handler `{}.{}`: no statement {} `{msg_var}`",
+                        h.class,
+                        h.method,
+                        match &h.receive {
+                            Some(r) => format!("calls `{r}` with"),
+                            None => "declares".into(),
+                        }
+                    ),
+                });
+            }
+            sites
+        };
+        ex.set_stop_call(h.receive.clone());
+        let mut finals: Vec<St> = Vec::new();
+        for site in &sites {
+            let mut st = init.clone();
+            Exec::bind_local(&mut st, &msg_var, msg.clone());
+            let start = match &guard_atoms {
+                Some(g) => ex.assume(st, g.clone(), true),
+                None => vec![st],
+            };
+            states = ex.run_from(body, site, start);
+            finals.append(&mut states);
+        }
+        if ex.over_budget() {
+            gaps.push(gap(
+                &exec::file_name(&m.file),
+                m.line,
+                format!(
+                    "handler `{}.{}`: the analysis hit its step limit; paths were cut short",
+                    h.class, h.method
+                ),
+            ));
+        }
+        let paths: Vec<PathOut> = finals
+            .into_iter()
+            .map(|s| PathOut {
+                atoms: s.atoms,
+                sets: s.sets,
+            })
+            .collect();
+        let seen = ex.seen.into_inner();
+        for n in &seen.notes {
+            gaps.push(gap(
+                &n.file,
+                n.line,
+                format!("{}.{}: {}", h.class, h.method, n.message),
+            ));
+        }
+        if !seen.opaque_conditions.is_empty() {
+            let lines: Vec<String> = seen
+                .opaque_conditions
+                .iter()
+                .take(12)
+                .map(|(f, l)| format!("{f}:{l}"))
+                .collect();
+            gaps.push(gap(
+                &exec::file_name(&m.file),
+                0,
+                format!(
+                    "handler `{}.{}`: {} branch condition(s) could not become guards (they depend on values the guard language cannot express); both sides were kept: {}{}",
+                    h.class,
+                    h.method,
+                    seen.opaque_conditions.len(),
+                    lines.join(", "),
+                    if seen.opaque_conditions.len() > 12 { ", ..." } else { "" }
+                ),
+            ));
+        }
+        let kinds = kinds_of(prog, spec, h, &msg_class);
+        handler_kind.insert(hi, h.kind.clone());
+        class_kinds.entry(msg_class.clone()).or_insert(kinds);
+        reports.push(HandlerReport {
+            name: format!(
+                "{}.{}",
+                if h.class.is_empty() { "fn" } else { &h.class },
+                h.method
+            ),
+            file: exec::file_name(&m.file),
+            message_class: msg_class.clone(),
+            kinds: vec![],
+            paths: paths.len(),
+            opaque_conditions: seen.opaque_conditions.into_iter().collect(),
+            external_calls: seen.external_calls.into_iter().collect(),
+        });
+        by_class.entry(msg_class).or_default().push((hi, paths));
+    }
+
+    // Per kind: the path groups, with the discriminator's atoms removed.
+    let mut kind_paths: BTreeMap<String, Vec<PathOut>> = BTreeMap::new();
+    let mut kind_reports: BTreeMap<String, KindReport> = BTreeMap::new();
+    for (class, handlers) in &by_class {
+        let kinds = &class_kinds[class];
+        for (hi, paths) in handlers {
+            let hname = reports[*hi].name.clone();
+            let mut hk = BTreeSet::new();
+            let fixed = handler_kind[hi].clone().or(match kinds {
+                Kinds::Fixed(k) => Some(k.clone()),
+                _ => None,
+            });
+            match (fixed, kinds) {
+                (Some(k), _) => {
+                    for p in paths {
+                        kind_paths.entry(k.clone()).or_default().push(PathOut {
+                            atoms: p.atoms.clone(),
+                            sets: p.sets.clone(),
+                        });
+                    }
+                    hk.insert(k);
+                }
+                (None, Kinds::Field(field, known)) => {
+                    let mut all: Vec<(String, Sym)> = known.clone();
+                    // constants the handlers compare the field with
+                    for (_, ps) in handlers {
+                        for p in ps {
+                            for a in &p.atoms {
+                                if let Some((Sym::M(f), v)) =
+                                    a.equality().map(|(x, v)| (x.clone(), v))
+                                {
+                                    if f == *field {
+                                        let (name, s) = const_of(&a.test);
+                                        let _ = v;
+                                        if !all.iter().any(|(n, _)| *n == name) {
+                                            all.push((name, s));
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    for (kname, kval) in &all {
+                        let k_atom =
+                            Atom::new(Sym::bin(Sym::M(field.clone()), SOp::Eq, kval.clone()), true);
+                        for p in paths {
+                            if inconsistent(&p.atoms, std::slice::from_ref(&k_atom)) {
+                                continue;
+                            }
+                            let atoms: Vec<Atom> = p
+                                .atoms
+                                .iter()
+                                .filter(|a| !a.test.mentions_msg_field(field))
+                                .cloned()
+                                .collect();
+                            let mut sets = p.sets.clone();
+                            sets.msg_fields.remove(KIND_FIELD);
+                            kind_paths
+                                .entry(kname.clone())
+                                .or_default()
+                                .push(PathOut { atoms, sets });
+                            hk.insert(kname.clone());
+                        }
+                    }
+                }
+                (None, Kinds::Fixed(_)) => unreachable!(),
+            }
+            for k in &hk {
+                let r = kind_reports.entry(k.clone()).or_default();
+                if !r.handlers.contains(&hname) {
+                    r.handlers.push(hname.clone());
+                }
+            }
+            reports[*hi].kinds = hk.into_iter().collect();
+        }
+    }
+
+    let vars = spec.all_vars();
+    let mut messages = BTreeMap::new();
+    for (kind, paths) in &kind_paths {
+        let (entries, fields) = entries_for(paths);
+        kind_reports.entry(kind.clone()).or_default().paths = paths.len();
+        messages.insert(kind.clone(), RawMessage { fields, entries });
+    }
+
+    // Crashes and reboots.
+    let (crash_self, crash_peer) = fault_sets(prog, spec, &spec.crashes, &mut gaps, &wf)?;
+    let (reboot_self, reboot_peer) = fault_sets(prog, spec, &spec.reboots, &mut gaps, &wf)?;
+    let volatile: BTreeSet<String> = vars
+        .values()
+        .filter(|v| !v.persistent)
+        .map(|v| v.name.clone())
+        .collect();
+    let all: BTreeSet<String> = vars.keys().cloned().collect();
+    let crash = vec![RawFault {
+        guard: "true".into(),
+        update: crash_self.unwrap_or(volatile),
+        peer_update: crash_peer.unwrap_or_default(),
+    }];
+    let reboot = vec![RawFault {
+        guard: "true".into(),
+        update: reboot_self.unwrap_or(all.clone()),
+        peer_update: reboot_peer.unwrap_or_default(),
+    }];
+    Ok(Output {
+        sets: RawSets {
+            format: FORMAT.into(),
+            version: VERSION,
+            system: system.into(),
+            node_vars: all,
+            messages,
+            crash,
+            reboot,
+        },
+        gaps,
+        handlers: reports,
+        kinds: kind_reports,
+    })
+}
+
+fn const_of(test: &Sym) -> (String, Sym) {
+    if let Sym::Bin(_, _, b) = test {
+        let name = match &**b {
+            Sym::Const { name, .. } => name.clone(),
+            Sym::Str(s) => s.clone(),
+            other => other.to_string(),
+        };
+        return (name, (**b).clone());
+    }
+    (test.to_string(), test.clone())
+}
+
+fn message_of(
+    prog: &Program,
+    spec: &Spec,
+    h: &HandlerSpec,
+    m: &Method,
+    wf: &str,
+) -> Result<(String, bool, String), AnalyzeError> {
+    let is_msg = |t: &str| spec.messages.contains_key(t);
+    let named = |v: &str| -> Result<(String, bool, String), AnalyzeError> {
+        if let Some(p) = m.params.iter().find(|p| p.name == v) {
+            let t = p.ty.clone().unwrap_or_default();
+            return Ok((v.to_string(), true, t));
+        }
+        let t = m
+            .body
+            .as_ref()
+            .and_then(|b| local_type(&b.stmts, v))
+            .ok_or_else(|| AnalyzeError::Annotation {
+                file: wf.into(),
+                message: format!(
+                    "handler `{}.{}` names message `{v}`, which is neither a parameter nor a declared local",
+                    h.class, h.method
+                ),
+            })?;
+        Ok((v.to_string(), false, t))
+    };
+    let (v, is_param, t) = match &h.message {
+        Some(v) => named(v)?,
+        None => {
+            let p = m
+                .params
+                .iter()
+                .find(|p| p.ty.as_deref().is_some_and(is_msg))
+                .ok_or_else(|| AnalyzeError::Annotation {
+                    file: wf.into(),
+                    message: format!(
+                        "handler `{}.{}` has no parameter of a message class ({}); name the message with `message = \"...\"`",
+                        h.class,
+                        h.method,
+                        spec.messages.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                })?;
+            (p.name.clone(), true, p.ty.clone().unwrap_or_default())
+        }
+    };
+    if !is_msg(&t) && h.kind.is_none() {
+        return Err(AnalyzeError::Annotation {
+            file: wf.into(),
+            message: format!(
+                "handler `{}.{}`: message `{v}` has type `{t}`, which is not an annotated message class",
+                h.class, h.method
+            ),
+        });
+    }
+    let _ = prog;
+    Ok((v, is_param, t))
+}
+
+fn kinds_of(prog: &Program, spec: &Spec, h: &HandlerSpec, class: &str) -> Kinds {
+    if let Some(k) = &h.kind {
+        return Kinds::Fixed(k.clone());
+    }
+    let ms = spec.messages.get(class).cloned().unwrap_or_default();
+    let cl = prog.classes.get(class);
+    if let Some(kf) = &ms.kind_field {
+        // an enum-typed discriminator: all its constants are kinds
+        let mut known = Vec::new();
+        if let Some(t) = cl.and_then(|c| c.fields.get(kf)).and_then(|f| f.ty.clone()) {
+            if let Some(e) = prog.classes.get(&t).filter(|e| e.is_enum) {
+                for v in &e.variants {
+                    let val = rename(&v.name, e.rename_all.as_deref());
+                    known.push((
+                        v.name.clone(),
+                        Sym::Const {
+                            name: v.name.clone(),
+                            value: Box::new(Sym::Str(val)),
+                        },
+                    ));
+                }
+            }
+        }
+        return Kinds::Field(kf.clone(), known);
+    }
+    if ms.kind.is_none() {
+        if let Some(c) = cl.filter(|c| c.is_enum && !c.variants.is_empty()) {
+            let known = c
+                .variants
+                .iter()
+                .map(|v| {
+                    let val = rename(&v.name, c.rename_all.as_deref());
+                    (
+                        val.clone(),
+                        Sym::Const {
+                            name: val.clone(),
+                            value: Box::new(Sym::Str(val)),
+                        },
+                    )
+                })
+                .collect();
+            return Kinds::Field(KIND_FIELD.into(), known);
+        }
+    }
+    Kinds::Fixed(ms.kind.unwrap_or_else(|| snake(class)))
+}
+
+/// Drop atoms implied by others: `x != d` when `x == c` holds for a literal `c != d`.
+fn simplify_atoms(atoms: &[Atom]) -> Vec<Atom> {
+    let mut out: Vec<Atom> = Vec::new();
+    for a in atoms {
+        let implied = !a.holds
+            && a.equality().is_some_and(|(x, d)| {
+                atoms
+                    .iter()
+                    .any(|b| b.holds && b.equality().is_some_and(|(y, c)| y == x && c != d))
+            });
+        if !implied && !out.contains(a) {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// The guarded entries of one kind, and the message fields they use.
+///
+/// Every entry is sound on its own (its sets cover every path whose atoms do not contradict its
+/// guard), so the order only affects precision, and entries may be merged or dropped as long
+/// as the catch-all stays last.
+fn entries_for(paths: &[PathOut]) -> (Vec<RawEntry>, Vec<String>) {
+    let mut groups: Vec<Vec<Atom>> = Vec::new();
+    for p in paths {
+        if !groups.contains(&p.atoms) {
+            groups.push(p.atoms.clone());
+        }
+    }
+    // most specific first; stable otherwise
+    groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
+    let mut fields: BTreeSet<String> = BTreeSet::new();
+    let mut all = Sets::default();
+    for p in paths {
+        all.union(&p.sets);
+    }
+    let mut list: Vec<(Vec<Atom>, Sets)> = Vec::new();
+    for g in &groups {
+        let mut sets = Sets::default();
+        for p in paths {
+            if !inconsistent(g, &p.atoms) {
+                sets.union(&p.sets);
+            }
+        }
+        for a in g {
+            a.test.msg_fields(&mut fields);
+        }
+        list.push((simplify_atoms(g), sets));
+    }
+    // Merge `G && x` and `G && !x` with the same sets into `G`.
+    loop {
+        let mut merged = false;
+        'outer: for i in 0..list.len() {
+            for j in i + 1..list.len() {
+                if list[i].1 != list[j].1 || list[i].0.len() != list[j].0.len() {
+                    continue;
+                }
+                let (a, b) = (&list[i].0, &list[j].0);
+                let diff: Vec<&Atom> = a.iter().filter(|x| !b.contains(x)).collect();
+                if diff.len() == 1 {
+                    let flipped = Atom {
+                        test: diff[0].test.clone(),
+                        holds: !diff[0].holds,
+                    };
+                    if b.contains(&flipped) {
+                        let common: Vec<Atom> =
+                            a.iter().filter(|x| *x != diff[0]).cloned().collect();
+                        list[i].0 = common;
+                        list.remove(j);
+                        merged = true;
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        if !merged {
+            break;
+        }
+    }
+    let mut entries: Vec<RawEntry> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (g, sets) in &list {
+        if g.is_empty() {
+            continue;
+        }
+        let e = entry(guard_text(g), sets);
+        if seen.insert(e.guard.clone()) {
+            entries.push(e);
+        }
+    }
+    entries.push(entry("true".into(), &all));
+    fields.extend(all.msg_fields.iter().cloned());
+    fields.remove(KIND_FIELD);
+    (entries, fields.into_iter().collect())
+}
+
+fn entry(guard: String, s: &Sets) -> RawEntry {
+    RawEntry {
+        guard,
+        read: s.read.clone(),
+        update: s.update.clone(),
+        send: s.send.clone(),
+        disk: s.disk.clone(),
+        increments: s.increments(),
+        emits: s.sends,
+    }
+}
+
+/// The update sets of fault handlers: (the faulty node's own, the peers').
+type FaultSets = (Option<BTreeSet<String>>, Option<BTreeSet<String>>);
+
+fn fault_sets(
+    prog: &Program,
+    spec: &Spec,
+    list: &[FaultSpec],
+    gaps: &mut Vec<Gap>,
+    wf: &str,
+) -> Result<FaultSets, AnalyzeError> {
+    let mut own: Option<BTreeSet<String>> = None;
+    let mut peer: Option<BTreeSet<String>> = None;
+    for f in list {
+        let m = method(prog, &f.class, &f.method).ok_or_else(|| AnalyzeError::Annotation {
+            file: wf.into(),
+            message: format!("crash handler `{}.{}` does not exist", f.class, f.method),
+        })?;
+        let Some(body) = &m.body else { continue };
+        let ex = Exec::new(prog, spec);
+        let init = ex.initial(m, BTreeMap::new());
+        let starts = match &f.catch {
+            Some(t) => exec::find_catches(body, Some(t)),
+            None => vec![vec![Step::Begin]],
+        };
+        let mut upd = BTreeSet::new();
+        for s in starts {
+            let mut st = init.clone();
+            if let Some(Step::Into(..)) = s.first() {
+                // the caught exception
+                Exec::bind_local(&mut st, "__exception", Val::opaque());
+            }
+            for out in ex.run_from(body, &s, vec![st]) {
+                let _ = out.status == Status::Normal;
+                upd.extend(out.sets.update.iter().cloned());
+            }
+        }
+        if ex.over_budget() {
+            gaps.push(gap(
+                &exec::file_name(&m.file),
+                m.line,
+                format!(
+                    "crash handler `{}.{}` hit the step limit",
+                    f.class, f.method
+                ),
+            ));
+        }
+        let target = if f.peer { &mut peer } else { &mut own };
+        target.get_or_insert_with(BTreeSet::new).extend(upd);
+    }
+    Ok((own, peer))
+}

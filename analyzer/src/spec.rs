@@ -1,0 +1,833 @@
+//! What the developer tells the analysis: node state, message classes, handlers, crash-handling
+//! paths and the send / disk / library-call dictionaries. It comes from in-source annotations or
+//! from a TOML side file (schema in analyzer/README.md); both are turned into one [`Spec`], so
+//! they give identical output.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::ir::{Annot, Class, Method, Program, Stmt, StmtKind};
+use crate::AnalyzeError;
+
+pub const SIDE_FILE_VERSION: u64 = 1;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SideFile {
+    pub version: u64,
+    #[serde(default)]
+    pub node_state: Vec<NodeStateDecl>,
+    #[serde(default)]
+    pub message: Vec<MessageDecl>,
+    #[serde(default)]
+    pub handler: Vec<HandlerDecl>,
+    #[serde(default)]
+    pub crash: Vec<FaultDecl>,
+    #[serde(default)]
+    pub reboot: Vec<FaultDecl>,
+    #[serde(default)]
+    pub send: Vec<String>,
+    #[serde(default)]
+    pub disk: Vec<DiskDecl>,
+    #[serde(default)]
+    pub call: Vec<CallDecl>,
+    /// Add flymc's default send and disk dictionaries (default true).
+    #[serde(default = "yes")]
+    pub defaults: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct NodeStateDecl {
+    pub class: Option<String>,
+    pub field: Option<String>,
+    pub method: Option<String>,
+    pub local: Option<String>,
+    pub name: Option<String>,
+    #[serde(default)]
+    pub persistent: bool,
+}
+
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct MessageDecl {
+    pub class: String,
+    pub kind: Option<String>,
+    pub kind_field: Option<String>,
+    #[serde(default)]
+    pub fields: Vec<String>,
+    #[serde(default)]
+    pub external: bool,
+}
+
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct HandlerDecl {
+    pub class: String,
+    pub method: String,
+    pub message: Option<String>,
+    pub receive: Option<String>,
+    pub guard: Option<String>,
+    pub kind: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct FaultDecl {
+    pub class: String,
+    pub method: String,
+    pub catch: Option<String>,
+    /// `peer` (default): code other nodes run when they notice; `self`: the faulty node's own.
+    pub side: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct DiskDecl {
+    pub call: String,
+    pub file: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct CallDecl {
+    pub call: String,
+    #[serde(default)]
+    pub read: Vec<String>,
+    #[serde(default)]
+    pub update: Vec<String>,
+    #[serde(default)]
+    pub increments: Vec<String>,
+    #[serde(default)]
+    pub send: bool,
+    pub disk: Option<String>,
+    /// The node variable whose value the call returns.
+    pub returns: Option<String>,
+}
+
+/// A node variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeVar {
+    pub name: String,
+    pub persistent: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MsgSpec {
+    pub class: String,
+    pub kind: Option<String>,
+    pub kind_field: Option<String>,
+    pub fields: Vec<String>,
+    pub external: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HandlerSpec {
+    pub class: String,
+    pub method: String,
+    pub message: Option<String>,
+    pub receive: Option<String>,
+    pub guard: Option<String>,
+    pub kind: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultSpec {
+    pub class: String,
+    pub method: String,
+    pub catch: Option<String>,
+    pub peer: bool,
+}
+
+/// A call pattern: `Type.method`, `field.method`, `new Type` or a bare `method`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CallPat {
+    pub qual: Option<String>,
+    pub name: String,
+    pub ctor: bool,
+}
+
+impl CallPat {
+    pub fn parse(s: &str) -> CallPat {
+        let s = s.trim();
+        if let Some(t) = s.strip_prefix("new ") {
+            return CallPat {
+                qual: None,
+                name: t.trim().rsplit('.').next().unwrap_or(t).to_string(),
+                ctor: true,
+            };
+        }
+        let s = s.replace("::", ".");
+        match s.rsplit_once('.') {
+            Some((q, n)) => CallPat {
+                qual: Some(q.rsplit('.').next().unwrap_or(q).to_string()).filter(|q| q != "*"),
+                name: n.to_string(),
+                ctor: false,
+            },
+            None => CallPat {
+                qual: None,
+                name: s.to_string(),
+                ctor: false,
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for CallPat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.ctor {
+            write!(f, "new {}", self.name)
+        } else if let Some(q) = &self.qual {
+            write!(f, "{q}.{}", self.name)
+        } else {
+            write!(f, "{}", self.name)
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallModel {
+    pub pat: CallPat,
+    pub read: Vec<String>,
+    pub update: Vec<String>,
+    pub increments: Vec<String>,
+    pub send: bool,
+    pub disk: Option<String>,
+    pub returns: Option<String>,
+}
+
+/// Everything resolved, from either source.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Spec {
+    /// (class, field) -> variable.
+    pub fields: BTreeMap<(String, String), NodeVar>,
+    /// (class, method, local) -> variable.
+    pub locals: BTreeMap<(String, String, String), NodeVar>,
+    /// Variables that exist only through call models.
+    pub virtuals: BTreeMap<String, NodeVar>,
+    pub messages: BTreeMap<String, MsgSpec>,
+    pub handlers: Vec<HandlerSpec>,
+    pub crashes: Vec<FaultSpec>,
+    pub reboots: Vec<FaultSpec>,
+    pub sends: BTreeSet<CallPat>,
+    /// pattern -> fixed file name (None: derived from the call's arguments).
+    pub disks: BTreeMap<CallPat, Option<String>>,
+    pub models: Vec<CallModel>,
+}
+
+impl Spec {
+    pub fn all_vars(&self) -> BTreeMap<String, NodeVar> {
+        let mut out = BTreeMap::new();
+        for v in self
+            .fields
+            .values()
+            .chain(self.locals.values())
+            .chain(self.virtuals.values())
+        {
+            out.entry(v.name.clone())
+                .and_modify(|old: &mut NodeVar| old.persistent |= v.persistent)
+                .or_insert_with(|| v.clone());
+        }
+        out
+    }
+}
+
+/// flymc's default dictionaries (FlyMC §4.1: "a dictionary of disk IO library calls").
+pub const DEFAULT_SENDS: &[&str] = &[
+    "Outbox.send",
+    "Outbox.timer",
+    "Outbox.client",
+    "*.send",
+    "*.sendMessage",
+    "*.writeRecord",
+    "DatagramSocket.send",
+    "SocketChannel.write",
+];
+
+pub const DEFAULT_DISKS: &[&str] = &[
+    "new FileOutputStream",
+    "new RandomAccessFile",
+    "new FileWriter",
+    "new AtomicFileOutputStream",
+    "new AtomicFileWritingIdiom",
+    "FileChannel.write",
+    "FileChannel.force",
+    "FileOutputStream.write",
+    "RandomAccessFile.write",
+    "RandomAccessFile.writeLong",
+    "RandomAccessFile.writeInt",
+    "Files.write",
+    "Files.writeString",
+    "Files.newOutputStream",
+    "Files.newBufferedWriter",
+    "Files.move",
+    "Files.copy",
+    "Files.delete",
+    "Files.deleteIfExists",
+    "Files.createFile",
+    "File.delete",
+    "File.renameTo",
+    "File.createNewFile",
+    "FileDescriptor.sync",
+    "fs.write",
+    "fs.rename",
+    "fs.remove_file",
+    "fs.create_dir_all",
+    "File.create",
+    "OpenOptions.open",
+    "File.write_all",
+    "File.sync_all",
+    "File.sync_data",
+];
+
+fn err(file: &Path, msg: String) -> AnalyzeError {
+    AnalyzeError::Annotation {
+        file: file.display().to_string(),
+        message: msg,
+    }
+}
+
+/// Read the side file.
+pub fn read_side_file(path: &Path) -> Result<SideFile, AnalyzeError> {
+    let text = std::fs::read_to_string(path).map_err(|e| AnalyzeError::Read {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let side: SideFile = toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].lines().count().max(1))
+            .unwrap_or(1);
+        let msg = e.message().replace('\n', " ");
+        err(path, format!("line {line}: {msg}"))
+    })?;
+    if side.version != SIDE_FILE_VERSION {
+        return Err(err(
+            path,
+            format!(
+                "annotations version {} is not supported; this analyzer reads version {SIDE_FILE_VERSION}",
+                side.version
+            ),
+        ));
+    }
+    Ok(side)
+}
+
+fn class<'p>(
+    prog: &'p Program,
+    name: &str,
+    file: &Path,
+    what: &str,
+) -> Result<&'p Class, AnalyzeError> {
+    prog.classes.get(name).ok_or_else(|| {
+        err(
+            file,
+            format!("{what} names class `{name}`, which is not in the analysed sources"),
+        )
+    })
+}
+
+fn method<'p>(
+    c: &'p Class,
+    name: &str,
+    file: &Path,
+    what: &str,
+) -> Result<&'p Method, AnalyzeError> {
+    c.methods.iter().find(|m| m.name == name).ok_or_else(|| {
+        err(
+            file,
+            format!(
+                "{what} names method `{}.{name}`, which does not exist",
+                c.name
+            ),
+        )
+    })
+}
+
+fn declares_local(stmts: &[Stmt], name: &str) -> bool {
+    fn pat_binds(p: &crate::ir::Pat, name: &str) -> bool {
+        use crate::ir::Pat;
+        match p {
+            Pat::Bind(n) => n == name,
+            Pat::Tuple(ps) | Pat::Or(ps) => ps.iter().any(|p| pat_binds(p, name)),
+            Pat::Variant { fields, .. } => fields.iter().any(|(_, p)| pat_binds(p, name)),
+            _ => false,
+        }
+    }
+    stmts.iter().any(|s| match &s.kind {
+        StmtKind::Local { pat, .. } => pat_binds(pat, name),
+        StmtKind::If { then, els, .. } => {
+            declares_local(&then.stmts, name)
+                || els.as_ref().is_some_and(|b| declares_local(&b.stmts, name))
+        }
+        StmtKind::Loop { init, body, .. } => {
+            declares_local(init, name) || declares_local(&body.stmts, name)
+        }
+        StmtKind::ForEach { pat, body, .. } => {
+            pat_binds(pat, name) || declares_local(&body.stmts, name)
+        }
+        StmtKind::Match { arms, .. } => arms.iter().any(|a| declares_local(&a.body.stmts, name)),
+        StmtKind::Try {
+            body,
+            catches,
+            finally,
+        } => {
+            declares_local(&body.stmts, name)
+                || catches.iter().any(|c| declares_local(&c.body.stmts, name))
+                || finally
+                    .as_ref()
+                    .is_some_and(|b| declares_local(&b.stmts, name))
+        }
+        StmtKind::Block(b) => declares_local(&b.stmts, name),
+        _ => false,
+    })
+}
+
+/// Resolve a side file against the program.
+pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Spec, AnalyzeError> {
+    let mut spec = Spec::default();
+    for d in &side.node_state {
+        let name_of = |f: &str| d.name.clone().unwrap_or_else(|| f.to_string());
+        match (&d.class, &d.field, &d.method, &d.local) {
+            (Some(c), Some(f), None, None) => {
+                let cl = class(prog, c, file, "[[node_state]]")?;
+                if f == "*" {
+                    for fname in cl.fields.iter().filter(|(_, x)| !x.is_static).map(|(n, _)| n) {
+                        spec.fields.insert(
+                            (c.clone(), fname.clone()),
+                            NodeVar {
+                                name: fname.clone(),
+                                persistent: d.persistent,
+                            },
+                        );
+                    }
+                } else {
+                    if !cl.fields.contains_key(f) {
+                        return Err(err(
+                            file,
+                            format!("[[node_state]] names field `{c}.{f}`, which does not exist"),
+                        ));
+                    }
+                    spec.fields.insert(
+                        (c.clone(), f.clone()),
+                        NodeVar {
+                            name: name_of(f),
+                            persistent: d.persistent,
+                        },
+                    );
+                }
+            }
+            (Some(c), None, Some(m), Some(l)) => {
+                let cl = class(prog, c, file, "[[node_state]]")?;
+                let me = method(cl, m, file, "[[node_state]]")?;
+                let found = me
+                    .body
+                    .as_ref()
+                    .is_some_and(|b| declares_local(&b.stmts, l));
+                if !found {
+                    return Err(err(
+                        file,
+                        format!("[[node_state]] names local `{l}` of `{c}.{m}`, which declares no such variable"),
+                    ));
+                }
+                spec.locals.insert(
+                    (c.clone(), m.clone(), l.clone()),
+                    NodeVar {
+                        name: name_of(l),
+                        persistent: d.persistent,
+                    },
+                );
+            }
+            (None, None, None, None) => match &d.name {
+                Some(n) => {
+                    spec.virtuals.insert(
+                        n.clone(),
+                        NodeVar {
+                            name: n.clone(),
+                            persistent: d.persistent,
+                        },
+                    );
+                }
+                None => {
+                    return Err(err(file, "[[node_state]] needs `class` and `field`, `class`, `method` and `local`, or just `name` (a virtual variable)".into()))
+                }
+            },
+            _ => return Err(err(file, "[[node_state]] needs `class` and `field`, `class`, `method` and `local`, or just `name` (a virtual variable)".into())),
+        }
+    }
+    for m in &side.message {
+        if !m.external {
+            let cl = class(prog, &m.class, file, "[[message]]")?;
+            if let Some(kf) = &m.kind_field {
+                if !cl.fields.contains_key(kf) && !cl.is_enum {
+                    return Err(err(
+                        file,
+                        format!("[[message]] kind_field `{}.{kf}` does not exist", m.class),
+                    ));
+                }
+            }
+        }
+        spec.messages.insert(
+            m.class.clone(),
+            MsgSpec {
+                class: m.class.clone(),
+                kind: m.kind.clone(),
+                kind_field: m.kind_field.clone(),
+                fields: m.fields.clone(),
+                external: m.external,
+            },
+        );
+    }
+    for h in &side.handler {
+        let cl = class(prog, &h.class, file, "[[handler]]")?;
+        method(cl, &h.method, file, "[[handler]]")?;
+        spec.handlers.push(HandlerSpec {
+            class: h.class.clone(),
+            method: h.method.clone(),
+            message: h.message.clone(),
+            receive: h.receive.clone(),
+            guard: h.guard.clone(),
+            kind: h.kind.clone(),
+        });
+    }
+    for (list, out, what) in [
+        (&side.crash, &mut spec.crashes, "[[crash]]"),
+        (&side.reboot, &mut spec.reboots, "[[reboot]]"),
+    ] {
+        for f in list {
+            let cl = class(prog, &f.class, file, what)?;
+            let me = method(cl, &f.method, file, what)?;
+            if let Some(t) = &f.catch {
+                if !has_catch(me, t) {
+                    return Err(err(
+                        file,
+                        format!(
+                            "{what} names a `catch ({t} ...)` in `{}.{}`, which has none",
+                            f.class, f.method
+                        ),
+                    ));
+                }
+            }
+            let peer = match f.side.as_deref() {
+                None | Some("peer") => true,
+                Some("self") => false,
+                Some(o) => {
+                    return Err(err(
+                        file,
+                        format!("{what} side `{o}` is not `peer` or `self`"),
+                    ))
+                }
+            };
+            out.push(FaultSpec {
+                class: f.class.clone(),
+                method: f.method.clone(),
+                catch: f.catch.clone(),
+                peer,
+            });
+        }
+    }
+    if side.defaults {
+        add_defaults(&mut spec);
+    }
+    for s in &side.send {
+        spec.sends.insert(CallPat::parse(s));
+    }
+    for d in &side.disk {
+        spec.disks.insert(CallPat::parse(&d.call), d.file.clone());
+    }
+    for c in &side.call {
+        spec.models.push(CallModel {
+            pat: CallPat::parse(&c.call),
+            read: c.read.clone(),
+            update: c.update.clone(),
+            increments: c.increments.clone(),
+            send: c.send,
+            disk: c.disk.clone(),
+            returns: c.returns.clone(),
+        });
+    }
+    check_model_vars(&spec, file)?;
+    Ok(spec)
+}
+
+fn check_model_vars(spec: &Spec, file: &Path) -> Result<(), AnalyzeError> {
+    let vars = spec.all_vars();
+    for m in &spec.models {
+        for v in m
+            .read
+            .iter()
+            .chain(&m.update)
+            .chain(&m.increments)
+            .chain(m.returns.iter())
+        {
+            if !vars.contains_key(v) {
+                return Err(err(
+                    file,
+                    format!(
+                        "[[call]] `{}` names variable `{v}`, which no [[node_state]] declares",
+                        m.pat
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn add_defaults(spec: &mut Spec) {
+    for s in DEFAULT_SENDS {
+        spec.sends.insert(CallPat::parse(s));
+    }
+    for d in DEFAULT_DISKS {
+        spec.disks.insert(CallPat::parse(d), None);
+    }
+}
+
+fn has_catch(m: &Method, ty: &str) -> bool {
+    fn walk(stmts: &[Stmt], ty: &str) -> bool {
+        stmts.iter().any(|s| match &s.kind {
+            StmtKind::Try {
+                body,
+                catches,
+                finally,
+            } => {
+                catches
+                    .iter()
+                    .any(|c| c.types.iter().any(|t| t == ty) || walk(&c.body.stmts, ty))
+                    || walk(&body.stmts, ty)
+                    || finally.as_ref().is_some_and(|b| walk(&b.stmts, ty))
+            }
+            StmtKind::If { then, els, .. } => {
+                walk(&then.stmts, ty) || els.as_ref().is_some_and(|b| walk(&b.stmts, ty))
+            }
+            StmtKind::Loop { body, .. } | StmtKind::ForEach { body, .. } => walk(&body.stmts, ty),
+            StmtKind::Match { arms, .. } => arms.iter().any(|a| walk(&a.body.stmts, ty)),
+            StmtKind::Block(b) => walk(&b.stmts, ty),
+            _ => false,
+        })
+    }
+    m.body.as_ref().is_some_and(|b| walk(&b.stmts, ty))
+}
+
+fn annot<'a>(annots: &'a [Annot], name: &str) -> Option<&'a Annot> {
+    annots.iter().find(|a| a.name == name)
+}
+
+fn flag(a: &Annot, key: &str) -> bool {
+    a.args.get(key).is_some_and(|v| v == "true")
+}
+
+/// Collect the in-source annotations into a spec.
+pub fn from_source(prog: &Program) -> Spec {
+    let mut spec = Spec::default();
+    let mut methods: Vec<&Method> = prog
+        .classes
+        .values()
+        .flat_map(|c| c.methods.iter())
+        .collect();
+    methods.extend(prog.functions.values());
+    for c in prog.classes.values() {
+        for f in c.fields.values() {
+            if let Some(a) = annot(&f.annots, "FlyMCNodeState") {
+                spec.fields.insert(
+                    (c.name.clone(), f.name.clone()),
+                    NodeVar {
+                        name: a
+                            .args
+                            .get("name")
+                            .or(a.args.get("value"))
+                            .cloned()
+                            .unwrap_or_else(|| f.name.clone()),
+                        persistent: flag(a, "persistent"),
+                    },
+                );
+            }
+        }
+        if let Some(a) = annot(&c.annots, "FlyMCMessage") {
+            spec.messages.insert(
+                c.name.clone(),
+                MsgSpec {
+                    class: c.name.clone(),
+                    kind: a.args.get("kind").or(a.args.get("value")).cloned(),
+                    kind_field: a.args.get("kind_field").cloned(),
+                    fields: vec![],
+                    external: false,
+                },
+            );
+        }
+    }
+    for m in methods {
+        if let Some(a) = annot(&m.annots, "FlyMCHandler") {
+            spec.handlers.push(HandlerSpec {
+                class: m.class.clone(),
+                method: m.name.clone(),
+                message: a.args.get("message").or(a.args.get("value")).cloned(),
+                receive: a.args.get("receive").cloned(),
+                guard: a.args.get("guard").cloned(),
+                kind: a.args.get("kind").cloned(),
+            });
+        }
+        for (name, list) in [
+            ("FlyMCCrashHandling", &mut spec.crashes),
+            ("FlyMCRebootHandling", &mut spec.reboots),
+        ] {
+            if let Some(a) = annot(&m.annots, name) {
+                list.push(FaultSpec {
+                    class: m.class.clone(),
+                    method: m.name.clone(),
+                    catch: None,
+                    peer: a.args.get("side").is_none_or(|s| s != "self"),
+                });
+            }
+        }
+        let qual = if m.class.is_empty() {
+            None
+        } else {
+            Some(m.class.clone())
+        };
+        if annot(&m.annots, "FlyMCSend").is_some() {
+            spec.sends.insert(CallPat {
+                qual: qual.clone(),
+                name: m.name.clone(),
+                ctor: false,
+            });
+        }
+        if let Some(a) = annot(&m.annots, "FlyMCDisk") {
+            spec.disks.insert(
+                CallPat {
+                    qual: qual.clone(),
+                    name: m.name.clone(),
+                    ctor: false,
+                },
+                a.args.get("file").or(a.args.get("value")).cloned(),
+            );
+        }
+        if let Some(body) = &m.body {
+            collect_local_annots(&body.stmts, m, &mut spec);
+            collect_catch_annots(&body.stmts, m, &mut spec);
+        }
+    }
+    add_defaults(&mut spec);
+    spec
+}
+
+fn collect_local_annots(stmts: &[Stmt], m: &Method, spec: &mut Spec) {
+    for s in stmts {
+        if let StmtKind::Local {
+            pat: crate::ir::Pat::Bind(name),
+            annots,
+            ..
+        } = &s.kind
+        {
+            if let Some(a) = annot(annots, "FlyMCNodeState") {
+                spec.locals.insert(
+                    (m.class.clone(), m.name.clone(), name.clone()),
+                    NodeVar {
+                        name: a
+                            .args
+                            .get("name")
+                            .or(a.args.get("value"))
+                            .cloned()
+                            .unwrap_or_else(|| name.clone()),
+                        persistent: flag(a, "persistent"),
+                    },
+                );
+            }
+        }
+        for_children(s, &mut |b| collect_local_annots(b, m, spec));
+    }
+}
+
+fn collect_catch_annots(stmts: &[Stmt], m: &Method, spec: &mut Spec) {
+    for s in stmts {
+        if let StmtKind::Try { catches, .. } = &s.kind {
+            for c in catches {
+                for (name, peer_default) in [("FlyMCCrashHandling", true)] {
+                    if let Some(a) = annot(&c.annots, name) {
+                        let fs = FaultSpec {
+                            class: m.class.clone(),
+                            method: m.name.clone(),
+                            catch: c.types.first().cloned(),
+                            peer: a.args.get("side").map_or(peer_default, |s| s != "self"),
+                        };
+                        if !spec.crashes.contains(&fs) {
+                            spec.crashes.push(fs);
+                        }
+                    }
+                }
+            }
+        }
+        for_children(s, &mut |b| collect_catch_annots(b, m, spec));
+    }
+}
+
+/// Call `f` on every statement list directly nested in `s`.
+pub fn for_children(s: &Stmt, f: &mut dyn FnMut(&[Stmt])) {
+    match &s.kind {
+        StmtKind::If { then, els, .. } => {
+            f(&then.stmts);
+            if let Some(b) = els {
+                f(&b.stmts);
+            }
+        }
+        StmtKind::Loop { init, body, .. } => {
+            f(init);
+            f(&body.stmts);
+        }
+        StmtKind::ForEach { body, .. } => f(&body.stmts),
+        StmtKind::Match { arms, .. } => {
+            for a in arms {
+                f(&a.body.stmts);
+            }
+        }
+        StmtKind::Try {
+            body,
+            catches,
+            finally,
+        } => {
+            f(&body.stmts);
+            for c in catches {
+                f(&c.body.stmts);
+            }
+            if let Some(b) = finally {
+                f(&b.stmts);
+            }
+        }
+        StmtKind::Block(b) => f(&b.stmts),
+        StmtKind::Local { els: Some(b), .. } => f(&b.stmts),
+        _ => {}
+    }
+}
+
+/// Merge a side-file spec into an in-source one.
+pub fn merge(mut a: Spec, b: Spec) -> Spec {
+    a.fields.extend(b.fields);
+    a.locals.extend(b.locals);
+    a.virtuals.extend(b.virtuals);
+    a.messages.extend(b.messages);
+    for h in b.handlers {
+        if !a.handlers.contains(&h) {
+            a.handlers.push(h);
+        }
+    }
+    for h in b.crashes {
+        if !a.crashes.contains(&h) {
+            a.crashes.push(h);
+        }
+    }
+    for h in b.reboots {
+        if !a.reboots.contains(&h) {
+            a.reboots.push(h);
+        }
+    }
+    a.sends.extend(b.sends);
+    a.disks.extend(b.disks);
+    a.models.extend(b.models);
+    a
+}

@@ -1,0 +1,593 @@
+//! The analyzer's test corpus: small programs with their expected sets files
+//! (`tests/corpus/<name>/expected.json`; regenerate with `FLYMC_BLESS=1` after checking the
+//! text report by hand), the in-source annotations against an equivalent side file, bad input,
+//! and the Raft simulation's hand-written sets file.
+
+use std::path::{Path, PathBuf};
+
+use flymc_analyzer::{analyze, AnalyzeError, AnalyzeOptions, Lang};
+use flymc_model::sets::SetsFile;
+
+fn corpus(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/corpus")
+        .join(name)
+}
+
+fn opts(
+    lang: Lang,
+    sources: Vec<PathBuf>,
+    annotations: Option<PathBuf>,
+    system: &str,
+) -> AnalyzeOptions {
+    AnalyzeOptions {
+        lang,
+        sources,
+        annotations,
+        system: system.into(),
+    }
+}
+
+fn check_expected(name: &str, lang: Lang) {
+    let dir = corpus(name);
+    let a = analyze(&opts(lang, vec![dir.clone()], None, name))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let json = a.to_json();
+    SetsFile::parse(name, &json, &Default::default()).expect("flymc reads the output");
+    let expected = dir.join("expected.json");
+    if std::env::var_os("FLYMC_BLESS").is_some() {
+        std::fs::write(&expected, &json).unwrap();
+    }
+    let want = std::fs::read_to_string(&expected).expect("expected.json (run with FLYMC_BLESS=1)");
+    assert_eq!(
+        json,
+        want,
+        "{name}: the sets differ from expected.json\n{}",
+        a.to_text()
+    );
+}
+
+#[test]
+fn branches_guards_disk_and_increments() {
+    // The paper's example: (A) m.type == PROP && m.ballot > n.ballot updates {ballot, key, value}.
+    check_expected("paxos", Lang::Java);
+    let a = analyze(&opts(Lang::Java, vec![corpus("paxos")], None, "paxos")).unwrap();
+    let prop = &a.sets().messages["PROP"].entries[0];
+    assert_eq!(prop.guard, "m.ballot > n.ballot");
+    assert_eq!(
+        prop.update,
+        ["ballot", "key", "value"].map(String::from).into()
+    );
+    assert_eq!(prop.read, ["ballot"].map(String::from).into());
+    assert_eq!(prop.disk, ["paxos"].map(String::from).into());
+    assert_eq!(prop.send, ["ballot"].map(String::from).into());
+    let resp = &a.sets().messages["PROP_RESP"].entries[0];
+    assert_eq!(
+        resp.guard,
+        "n.majority > n.proposeCounter && m.resp == true"
+    );
+    assert_eq!(resp.increments, ["proposeCounter"].map(String::from).into());
+}
+
+#[test]
+fn calls_through_helpers_and_early_returns() {
+    check_expected("helpers", Lang::Java);
+    let a = analyze(&opts(Lang::Java, vec![corpus("helpers")], None, "helpers")).unwrap();
+    let e = &a.sets().messages["write"].entries;
+    // the helper's comparison `w.epoch < currentEpoch()` is a guard over the node's epoch
+    assert!(e
+        .iter()
+        .any(|x| x.guard == "!n.frozen && n.epoch > m.epoch" && x.update.is_empty()));
+    let last = e.last().unwrap();
+    assert_eq!(
+        last.update,
+        ["lastKey", "lastValue"].map(String::from).into()
+    );
+}
+
+#[test]
+fn sends_inside_loops() {
+    check_expected("loops", Lang::Java);
+    let a = analyze(&opts(Lang::Java, vec![corpus("loops")], None, "loops")).unwrap();
+    let last = a.sets().messages["rumor"].entries.last().unwrap().clone();
+    assert_eq!(last.send, ["best", "round"].map(String::from).into());
+    assert!(last.update.contains("seen") && !last.update.contains("unrelated"));
+}
+
+#[test]
+fn try_catch_and_crash_handling() {
+    check_expected("crash", Lang::Java);
+    let a = analyze(&opts(Lang::Java, vec![corpus("crash")], None, "crash")).unwrap();
+    let crash = &a.sets().crash[0];
+    assert_eq!(
+        crash.peer_update,
+        ["leader", "missed", "role"].map(String::from).into()
+    );
+    // the catch in the handler is reachable: `missed++` is an increment
+    let hb = a.sets().messages["heartbeat"].entries.last().unwrap();
+    assert!(hb.increments.contains("missed"));
+}
+
+#[test]
+fn disk_writes() {
+    check_expected("disk", Lang::Java);
+    let a = analyze(&opts(Lang::Java, vec![corpus("disk")], None, "disk")).unwrap();
+    let app = a.sets().messages["append"].entries.last().unwrap();
+    assert_eq!(app.disk, ["channel", "raft.log"].map(String::from).into());
+    let vote = a.sets().messages["vote"].entries.last().unwrap();
+    assert_eq!(vote.disk, ["meta"].map(String::from).into());
+}
+
+#[test]
+fn fields_through_this_and_locals() {
+    check_expected("fields", Lang::Java);
+    let a = analyze(&opts(Lang::Java, vec![corpus("fields")], None, "fields")).unwrap();
+    let e = &a.sets().messages["put"].entries;
+    let old = e
+        .iter()
+        .find(|x| x.guard == "m.version <= n.version")
+        .unwrap();
+    assert_eq!(old.update, ["data", "puts"].map(String::from).into());
+    let new = e
+        .iter()
+        .find(|x| x.guard == "m.version > n.version")
+        .unwrap();
+    assert!(new.update.contains("version"));
+    assert_eq!(
+        e.last().unwrap().update,
+        ["data", "puts", "version"].map(String::from).into()
+    );
+}
+
+#[test]
+fn increments_are_marked() {
+    check_expected("increments", Lang::Java);
+    let a = analyze(&opts(
+        Lang::Java,
+        vec![corpus("increments")],
+        None,
+        "increments",
+    ))
+    .unwrap();
+    let m = &a.sets().messages;
+    assert_eq!(
+        m["INC"].entries[0].increments,
+        ["acks", "hits", "total"].map(String::from).into()
+    );
+    assert!(m["ADD"].entries[0].increments.is_empty());
+    assert!(m["RESET"].entries[0].increments.is_empty());
+}
+
+#[test]
+fn rust_doc_comment_annotations() {
+    check_expected("rust_node", Lang::Rust);
+    let a = analyze(&opts(
+        Lang::Rust,
+        vec![corpus("rust_node")],
+        None,
+        "rust_node",
+    ))
+    .unwrap();
+    let m = &a.sets().messages;
+    assert!(m.contains_key("prepare") && m.contains_key("promise") && m.contains_key("tick"));
+    assert_eq!(
+        a.sets().crash[0].update,
+        ["accepted", "acks"].map(String::from).into()
+    );
+}
+
+/// Remove the in-source annotations from a copy of a corpus program.
+fn strip(src: &Path, dst: &Path) {
+    let text = std::fs::read_to_string(src).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut l = line.to_string();
+        while let Some(i) = l.find("@FlyMC") {
+            let rest = &l[i..];
+            let mut end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '@' || c == '_'))
+                .unwrap_or(rest.len());
+            if rest[end..].starts_with('(') {
+                end += rest[end..].find(')').unwrap() + 1;
+            }
+            l = format!("{}{}", &l[..i], &l[i + end..]);
+        }
+        out.push_str(&l);
+        out.push('\n');
+    }
+    std::fs::write(dst, out).unwrap();
+}
+
+fn same_with_side_file(name: &str, file: &str, lang: Lang, side: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    strip(&corpus(name).join(file), &dir.path().join(file));
+    let side_path = dir.path().join("annotations.toml");
+    std::fs::write(&side_path, side).unwrap();
+    let plain = analyze(&opts(lang, vec![dir.path().join(file)], None, name));
+    assert!(
+        matches!(plain, Err(AnalyzeError::NoHandlers(_))),
+        "the stripped copy must have no annotations left"
+    );
+    let from_side = analyze(&opts(
+        lang,
+        vec![dir.path().join(file)],
+        Some(side_path),
+        name,
+    ))
+    .unwrap();
+    let in_source = analyze(&opts(lang, vec![corpus(name)], None, name)).unwrap();
+    assert_eq!(
+        from_side.to_json(),
+        in_source.to_json(),
+        "{name}: side file and in-source annotations differ"
+    );
+}
+
+#[test]
+fn side_file_gives_the_same_output_as_in_source_annotations() {
+    same_with_side_file(
+        "paxos",
+        "Acceptor.java",
+        Lang::Java,
+        r#"version = 1
+[[node_state]]
+class = "Acceptor"
+field = "ballot"
+[[node_state]]
+class = "Acceptor"
+field = "key"
+[[node_state]]
+class = "Acceptor"
+field = "value"
+[[node_state]]
+class = "Acceptor"
+field = "proposeCounter"
+[[node_state]]
+class = "Acceptor"
+field = "majority"
+[[message]]
+class = "Message"
+kind_field = "type"
+[[handler]]
+class = "Acceptor"
+method = "handle"
+"#,
+    );
+    same_with_side_file(
+        "crash",
+        "Member.java",
+        Lang::Java,
+        r#"version = 1
+[[node_state]]
+class = "Member"
+field = "term"
+[[node_state]]
+class = "Member"
+field = "leader"
+[[node_state]]
+class = "Member"
+field = "role"
+[[node_state]]
+class = "Member"
+field = "missed"
+[[message]]
+class = "Heartbeat"
+kind = "heartbeat"
+[[handler]]
+class = "Member"
+method = "onHeartbeat"
+[[crash]]
+class = "Member"
+method = "follow"
+catch = "IOException"
+[[crash]]
+class = "Member"
+method = "onPeerLost"
+"#,
+    );
+    same_with_side_file(
+        "disk",
+        "Log.java",
+        Lang::Java,
+        r#"version = 1
+[[node_state]]
+class = "Log"
+field = "lastIndex"
+[[node_state]]
+class = "Log"
+field = "votedTerm"
+[[message]]
+class = "Append"
+kind = "append"
+[[message]]
+class = "Vote"
+kind = "vote"
+[[handler]]
+class = "Log"
+method = "onAppend"
+[[handler]]
+class = "Log"
+method = "onVote"
+[[disk]]
+call = "Log.saveMeta"
+file = "meta"
+"#,
+    );
+    same_with_side_file(
+        "rust_node",
+        "node.rs",
+        Lang::Rust,
+        r#"version = 1
+[[node_state]]
+class = "Node"
+field = "ballot"
+persistent = true
+[[node_state]]
+class = "Node"
+field = "accepted"
+[[node_state]]
+class = "Node"
+field = "acks"
+[[message]]
+class = "Msg"
+[[handler]]
+class = "Paxos"
+method = "handle"
+"#,
+    );
+}
+
+#[test]
+fn a_file_that_does_not_parse_is_a_gap_and_the_rest_is_analysed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        corpus("paxos").join("Acceptor.java"),
+        dir.path().join("Acceptor.java"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("Broken.java"),
+        "class Broken {\n    void f() {\n        int x = ;\n    }\n}\n",
+    )
+    .unwrap();
+    let a = analyze(&opts(
+        Lang::Java,
+        vec![dir.path().to_path_buf()],
+        None,
+        "paxos",
+    ))
+    .unwrap();
+    let gap = a
+        .gaps()
+        .iter()
+        .find(|g| g.file.ends_with("Broken.java"))
+        .expect("a gap for the broken file");
+    assert_eq!((gap.line, gap.column), (3, 15), "{gap}");
+    assert!(gap.message.contains("syntax error"), "{gap}");
+    assert!(gap.to_string().contains("Broken.java:3:15"), "{gap}");
+    // the good file is still analysed
+    assert_eq!(
+        a.sets().messages["PROP"].entries[0].guard,
+        "m.ballot > n.ballot"
+    );
+    assert!(a.to_text().contains("Broken.java:3:15"));
+
+    // Rust: syn has no recovery, the file is skipped and reported
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        corpus("rust_node").join("node.rs"),
+        dir.path().join("node.rs"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("bad.rs"), "fn f() {\n    let = 1;\n}\n").unwrap();
+    let a = analyze(&opts(Lang::Rust, vec![dir.path().to_path_buf()], None, "r")).unwrap();
+    let gap = a
+        .gaps()
+        .iter()
+        .find(|g| g.file.ends_with("bad.rs"))
+        .expect("a gap");
+    assert_eq!(gap.line, 2, "{gap}");
+    assert!(a.sets().messages.contains_key("prepare"));
+}
+
+#[test]
+fn annotations_naming_missing_classes_or_fields_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let side = dir.path().join("a.toml");
+    let run = |text: &str| {
+        std::fs::write(&side, text).unwrap();
+        analyze(&opts(
+            Lang::Java,
+            vec![corpus("paxos")],
+            Some(side.clone()),
+            "paxos",
+        ))
+        .unwrap_err()
+    };
+    let e = run("version = 1\n[[node_state]]\nclass = \"Acceptorr\"\nfield = \"ballot\"\n");
+    assert!(matches!(e, AnalyzeError::Annotation { .. }), "{e}");
+    assert!(e.to_string().contains("class `Acceptorr`"), "{e}");
+    assert!(!e.to_string().contains('\n'));
+    let e = run("version = 1\n[[node_state]]\nclass = \"Acceptor\"\nfield = \"balot\"\n");
+    assert!(e.to_string().contains("field `Acceptor.balot`"), "{e}");
+    let e = run("version = 1\n[[handler]]\nclass = \"Acceptor\"\nmethod = \"handel\"\n");
+    assert!(e.to_string().contains("method `Acceptor.handel`"), "{e}");
+    let e = run("version = 1\n[[crash]]\nclass = \"Acceptor\"\nmethod = \"persist\"\ncatch = \"SocketException\"\n");
+    assert!(e.to_string().contains("catch (SocketException"), "{e}");
+    let e = run("version = 1\n[[node_state]]\nclas = \"Acceptor\"\n");
+    assert!(
+        e.to_string().contains("line 2") && e.to_string().contains("`clas`"),
+        "{e}"
+    );
+    let e = run("version = 2\n");
+    assert!(e.to_string().contains("version 2"), "{e}");
+}
+
+#[test]
+fn an_unreadable_path_is_an_error_naming_it() {
+    let e = analyze(&opts(
+        Lang::Java,
+        vec!["/nonexistent/flymc/src".into()],
+        None,
+        "x",
+    ))
+    .unwrap_err();
+    assert!(matches!(e, AnalyzeError::Read { .. }));
+    assert!(e.to_string().contains("/nonexistent/flymc/src"), "{e}");
+    let e = analyze(&opts(
+        Lang::Java,
+        vec![corpus("paxos")],
+        Some("/nonexistent/annotations.toml".into()),
+        "x",
+    ))
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("/nonexistent/annotations.toml"),
+        "{e}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let e = analyze(&opts(Lang::Java, vec![dir.path().to_path_buf()], None, "x")).unwrap_err();
+    assert!(matches!(e, AnalyzeError::NoSources(_)), "{e}");
+}
+
+/// The Raft simulation's handler, analysed through syn, against its hand-written sets file.
+/// Differences are printed, not asserted: the hand-written file is a model, the analysis is of
+/// the code.
+#[test]
+fn raft_sim_sets_are_produced_from_its_source() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let src = root.join("integrations/raft-sim/src");
+    let side = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/raft/annotations.toml");
+    let a = analyze(&opts(Lang::Rust, vec![src], Some(side), "raft-sim")).unwrap();
+    let ours = a.sets();
+    // raft-sim is still growing (its message enum gains variants): check the core kinds
+    for k in [
+        "append_entries",
+        "append_entries_response",
+        "request_vote",
+        "request_vote_response",
+    ] {
+        assert!(ours.messages.contains_key(k), "{k}");
+    }
+    // sanity: a request_vote with a newer term adopts it
+    let rv = &ours.messages["request_vote"];
+    assert!(rv
+        .entries
+        .iter()
+        .any(|e| e.guard.contains("m.term > n.current_term") && e.update.contains("current_term")));
+    assert!(rv.entries.last().unwrap().send.contains("current_term"));
+    let hand = root.join("integrations/raft-sim/sets.json");
+    let Ok(text) = std::fs::read_to_string(&hand) else {
+        return;
+    };
+    let Ok(theirs) = serde_json::from_str::<flymc_model::sets::RawSets>(&text) else {
+        eprintln!("raft-sim/sets.json does not parse as a sets file; nothing to compare");
+        return;
+    };
+    eprintln!("raft-sim: analysed vs hand-written sets (differences of the catch-all entries):");
+    for (k, m) in &theirs.messages {
+        let Some(o) = ours.messages.get(k) else {
+            eprintln!("  {k}: hand-written only");
+            continue;
+        };
+        let union = |es: &Vec<flymc_model::sets::RawEntry>, f: fn(&flymc_model::sets::RawEntry) -> &std::collections::BTreeSet<String>| {
+            es.iter().flat_map(|e| f(e).iter().cloned()).collect::<std::collections::BTreeSet<String>>()
+        };
+        for (what, f) in [
+            (
+                "read",
+                (|e| &e.read)
+                    as fn(&flymc_model::sets::RawEntry) -> &std::collections::BTreeSet<String>,
+            ),
+            ("update", |e| &e.update),
+            ("send", |e| &e.send),
+        ] {
+            let (h, a) = (union(&m.entries, f), union(&o.entries, f));
+            if h != a {
+                eprintln!(
+                    "  {k}.{what}: only hand-written {:?}; only analysed {:?}",
+                    h.difference(&a).collect::<Vec<_>>(),
+                    a.difference(&h).collect::<Vec<_>>()
+                );
+            }
+        }
+        eprintln!(
+            "  {k}: {} hand-written entries, {} analysed",
+            m.entries.len(),
+            o.entries.len()
+        );
+    }
+}
+
+/// ZooKeeper 3.8.0's quorum package, when its source is on this machine (`apt-get source
+/// zookeeper`; set FLYMC_ZK_SRC to the unpacked tree): the shipped sets file is what the
+/// analyzer produces, and every FLE notification case and ZAB packet type has entries.
+#[test]
+fn zookeeper_quorum_package() {
+    let root = std::env::var_os("FLYMC_ZK_SRC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/zk-src/zookeeper-3.8.0"));
+    let quorum = root.join("zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum");
+    if !quorum.is_dir() {
+        eprintln!("skipped: no ZooKeeper source at {}", quorum.display());
+        return;
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let a = analyze(&opts(
+        Lang::Java,
+        vec![quorum],
+        Some(repo.join("integrations/zookeeper/annotations.toml")),
+        "zookeeper",
+    ))
+    .unwrap();
+    eprintln!(
+        "zookeeper: {} files, {} handlers, {} kinds in {:.2} s",
+        a.files,
+        a.handlers.len(),
+        a.sets().messages.len(),
+        a.elapsed.as_secs_f64()
+    );
+    for k in [
+        "notification",
+        "LEADERINFO",
+        "NEWLEADER",
+        "DIFF",
+        "SNAP",
+        "TRUNC",
+        "PROPOSAL",
+        "COMMIT",
+        "UPTODATE",
+        "ACK",
+        "ACKEPOCH",
+        "FOLLOWERINFO",
+        "PING",
+        "REQUEST",
+        "REVALIDATE",
+        "SYNC",
+        "INFORM",
+        "COMMITANDACTIVATE",
+    ] {
+        assert!(
+            a.sets()
+                .messages
+                .get(k)
+                .is_some_and(|m| m.entries.len() > 1),
+            "{k}"
+        );
+    }
+    let n = &a.sets().messages["notification"];
+    for case in [
+        "m.state == \"LOOKING\"",
+        "m.state == \"FOLLOWING\"",
+        "m.state == \"LEADING\"",
+        "m.state == \"OBSERVING\"",
+    ] {
+        assert!(n.entries.iter().any(|e| e.guard.contains(case)), "{case}");
+    }
+    let shipped = std::fs::read_to_string(repo.join("integrations/zookeeper/sets.json")).unwrap();
+    assert_eq!(
+        a.to_json(),
+        shipped,
+        "integrations/zookeeper/sets.json is stale: regenerate it"
+    );
+}
