@@ -8,10 +8,13 @@
 //!   "node_vars": ["promised", "accepted"],
 //!   "messages": { "prepare": { "fields": ["ballot"], "entries": [
 //!       { "guard": "m.ballot > n.promised", "read": ["promised"], "update": ["promised"],
-//!         "send": ["promised", "accepted"], "disk": ["paxos"], "increments": [] } ] } },
+//!         "send": ["promised", "accepted"], "disk": ["paxos"], "increments": [],
+//!         "emits": true } ] } },
 //!   "crash":  [ { "guard": "true", "update": ["..."], "peer_update": ["..."] } ],
 //!   "reboot": [ { "guard": "true", "update": ["..."], "peer_update": [] } ] }
 //! ```
+//! `emits` says whether the handler may send anything at all (default true); an entry with empty
+//! update and disk sets and `"emits": false` is a discarded message.
 //! Entries are tried in order; the first whose guard holds on the receiving node's state and the
 //! message gives the sets at that state.
 
@@ -56,6 +59,14 @@ pub struct RawEntry {
     pub disk: BTreeSet<String>,
     #[serde(default)]
     pub increments: BTreeSet<String>,
+    /// Whether the handler may send messages or arm timers at all (an ACK carries no node
+    /// state, so its send set is empty, yet it is sent). Absent means it may.
+    #[serde(default = "yes", skip_serializing_if = "Clone::clone")]
+    pub emits: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -105,6 +116,15 @@ pub struct Entry {
     pub send: BTreeSet<String>,
     pub disk: BTreeSet<String>,
     pub increments: BTreeSet<String>,
+    /// The handler may send messages or arm timers.
+    pub emits: bool,
+}
+
+impl Entry {
+    /// Processing changes no state and produces nothing: SAMC's "discarded" message.
+    pub fn changes_nothing(&self) -> bool {
+        self.update.is_empty() && self.disk.is_empty() && !self.emits
+    }
 }
 
 /// The update sets of a crash or reboot at one state.
@@ -268,6 +288,7 @@ impl SetsFile {
                     send: e.send.clone(),
                     disk: e.disk.clone(),
                     increments: e.increments.clone(),
+                    emits: e.emits,
                 });
             }
             messages.insert(kind.clone(), entries);

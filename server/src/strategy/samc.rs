@@ -11,7 +11,6 @@ use flymc_model::sets::SetsFile;
 use flymc_model::{Event, EventId, EventKind, Symmetry};
 
 use super::dpor::{enabled_event, Dependence, Dpor, DporOptions};
-use super::flymc::changes_nothing;
 use crate::executor::Run;
 
 pub struct SamcRules {
@@ -35,7 +34,7 @@ impl Dependence for SamcRules {
         ) else {
             return true;
         };
-        if changes_nothing(x) || changes_nothing(y) {
+        if x.changes_nothing() || y.changes_nothing() {
             return false;
         }
         let counters = !x.update.is_empty()

@@ -30,11 +30,6 @@ fn entry<'s>(sets: &'s SetsFile, state: &GlobalState, e: &Event) -> Option<&'s E
     sets.message(&e.name, node, &e.fields)
 }
 
-/// Does a message entry change nothing (a discarded message, in SAMC's terms)?
-pub fn changes_nothing(e: &Entry) -> bool {
-    e.update.is_empty() && e.send.is_empty() && e.disk.is_empty()
-}
-
 /// Are `a` and `b` independent in `state`?
 pub fn independent(sets: &SetsFile, state: &GlobalState, a: &Event, b: &Event) -> bool {
     let empty = Map::new();
@@ -70,7 +65,7 @@ pub fn independent(sets: &SetsFile, state: &GlobalState, a: &Event, b: &Event) -
             };
             if f.to == m.to {
                 // The crash drops the message, so only a message that changes nothing commutes.
-                f.kind == EventKind::Crash && changes_nothing(me)
+                f.kind == EventKind::Crash && me.changes_nothing()
             } else {
                 !meets(&fe.peer_update, &me.read)
                     && !meets(&fe.peer_update, &me.update)

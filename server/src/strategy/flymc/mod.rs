@@ -21,7 +21,7 @@ use super::dpor::{last_race, prefix_hashes, race_candidates, Dependence};
 use super::mdpor::SameNode;
 use super::{Strategy, StrategyStats};
 use crate::executor::{Plan, Run};
-pub use independence::{changes_nothing, independent, SetsDependence};
+pub use independence::{independent, SetsDependence};
 use symmetry::{History, Key};
 
 /// Which of FlyMC's algorithms are on.
