@@ -21,7 +21,8 @@ use crate::cache::StateEventCache;
 /// What to do once the prefix is used up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Tail {
-    /// The oldest pending message first; never a crash or reboot (the network's natural order).
+    /// The oldest pending message first, then client requests, then timers; never a crash or
+    /// reboot: the order of a network that delivers promptly and clients and timers that wait.
     Fifo,
     /// A uniformly random enabled event, crashes and reboots included, from this seed.
     Random(u64),
@@ -93,7 +94,13 @@ pub enum Ending {
     Violation,
     /// A strict plan named an event that was not enabled at this step.
     Diverged { step: usize, missing: EventId },
+    /// A node did not settle after this step's event: a liveness finding. The step is recorded
+    /// but has no resulting state.
+    Hang { step: usize },
 }
+
+/// The property name under which hangs are reported.
+pub const HANG_PROPERTY: &str = "node-settles";
 
 /// One executed path.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -262,9 +269,14 @@ impl<'a> Executor<'a> {
                 None => match plan.tail {
                     Tail::Stop => break,
                     Tail::Random(_) => rng.as_mut().expect("seeded").gen_range(0..enabled.len()),
-                    // FIFO: the first pending message; faults only when nothing else is left
-                    // would still be a choice, so a FIFO tail never injects them.
-                    _ => match enabled.iter().position(|e| !e.event.is_fault()) {
+                    // The default order: the oldest pending message; a client request only when
+                    // no message is in flight, a timer only when neither is (external inputs
+                    // arrive, and timeouts fire, when the system is quiet); never a crash or
+                    // reboot, which stay choices for the strategies.
+                    _ => match [EventKind::Message, EventKind::Client, EventKind::Timeout]
+                        .iter()
+                        .find_map(|k| enabled.iter().position(|e| e.event.kind == *k))
+                    {
                         Some(i) => i,
                         None => {
                             run.ending = Ending::Quiescent;
@@ -286,26 +298,52 @@ impl<'a> Executor<'a> {
             let cached_state = cache
                 .as_deref_mut()
                 .and_then(|c| c.lookup(before, event.id));
-            match event.kind {
-                EventKind::Crash => {
-                    target.crash(node).map_err(err(step_no))?;
+            let done = match event.kind {
+                EventKind::Crash => target.crash(node).map(|_| {
                     faults.crashes_left -= 1;
                     faults.crashed[node] = true;
                     faults.crash_count[node] += 1;
-                }
-                EventKind::Reboot => {
-                    target.reboot(node).map_err(err(step_no))?;
+                }),
+                EventKind::Reboot => target.reboot(node).map(|_| {
                     faults.reboots_left -= 1;
                     faults.crashed[node] = false;
                     faults.reboot_count[node] += 1;
-                }
-                _ => target.enable(event.id).map_err(err(step_no))?,
-            }
+                }),
+                _ => target.enable(event.id),
+            };
             // With a cached S' the executor need not wait for the target to settle; a simulated
             // target settles instantly, so we still read it and only count the hit.
-            let (state, was_cached) = match cached_state {
-                Some((state, hash)) => (state, Some(hash)),
-                None => (target.settle().map_err(err(step_no))?, None),
+            let settled = done.and_then(|_| match cached_state {
+                Some((state, hash)) => Ok((state, Some(hash))),
+                None => target.settle().map(|s| (s, None)),
+            });
+            let (state, was_cached) = match settled {
+                Ok(s) => s,
+                Err(TargetError::Hang { node, millis }) => {
+                    run.steps.push(Step {
+                        enabled,
+                        chosen,
+                        vc,
+                        cached: false,
+                    });
+                    run.ending = Ending::Hang { step: step_no };
+                    run.violation = Some(Violation {
+                        property: HANG_PROPERTY.into(),
+                        kind: PropertyKind::Liveness,
+                        message: format!(
+                            "n{node} did not settle within {millis} ms after {}",
+                            event.describe()
+                        ),
+                        step: step_no,
+                    });
+                    return Ok(run);
+                }
+                Err(source) => {
+                    return Err(ExecError::Target {
+                        step: step_no,
+                        source,
+                    })
+                }
             };
             let hash = was_cached.unwrap_or_else(|| state.hash());
             if let Some(c) = cache.as_deref_mut() {

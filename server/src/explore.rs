@@ -90,6 +90,18 @@ pub fn explore(
     cfg: &ExploreConfig,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<Outcome, ExploreError> {
+    explore_with(system, workload, strategy, cfg, on_progress, &mut |_| {})
+}
+
+/// [`explore`], also handing every run to `on_run` (coverage studies, tests).
+pub fn explore_with(
+    system: &dyn System,
+    workload: &Workload,
+    strategy: &mut dyn Strategy,
+    cfg: &ExploreConfig,
+    on_progress: &mut dyn FnMut(&Progress),
+    on_run: &mut dyn FnMut(&Run),
+) -> Result<Outcome, ExploreError> {
     let start = Instant::now();
     let exec = Executor::new(system, workload);
     let mut target = system
@@ -128,6 +140,7 @@ pub fn explore(
             check_determinism(&exec, target.as_mut(), &run, out.paths)?;
         }
         strategy.observe(&run);
+        on_run(&run);
         on_progress(&Progress {
             paths: out.paths,
             queue: strategy.queue_len(),

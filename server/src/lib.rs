@@ -7,10 +7,14 @@
 
 pub mod bench;
 pub mod cache;
+pub mod cluster;
+pub mod eventserver;
 pub mod executor;
 pub mod explore;
+pub mod hookbench;
 pub mod pathfile;
 pub mod progress;
+pub mod real;
 pub mod replay;
 pub mod strategy;
 pub mod systems;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use flymc::explore::{explore, ExploreConfig};
+use flymc::explore::{explore_with, ExploreConfig};
 use flymc::pathfile::PathFile;
 use flymc::progress::Reporter;
 use flymc::replay::{replay, workload_for, ReplayOutcome};
@@ -38,6 +38,8 @@ enum Command {
         /// A path file written by `flymc run`.
         file: PathBuf,
     },
+    /// Write a sets file from annotated Java or Rust sources (FlyMC §4.1).
+    Analyze(AnalyzeArgs),
     /// List the systems flymc can check.
     Systems,
     /// Compare every strategy on the simulated bug and exhaustion workloads (FlyMC Figures 1, 8
@@ -48,10 +50,39 @@ enum Command {
 }
 
 #[derive(clap::Args)]
+struct AnalyzeArgs {
+    /// Source language.
+    #[arg(long, value_parser = ["java", "rust"])]
+    lang: String,
+    /// Source files or folders (searched recursively).
+    #[arg(required = true)]
+    sources: Vec<PathBuf>,
+    /// A TOML side file annotating code you do not want to touch (see analyzer/README.md).
+    #[arg(long, value_name = "FILE")]
+    annotations: Option<PathBuf>,
+    /// The system name written into the sets file.
+    #[arg(long, default_value = "unnamed")]
+    system: String,
+    /// Where to write the sets file (JSON); without it, the report goes to stdout.
+    #[arg(long, value_name = "SETS.json")]
+    out: Option<PathBuf>,
+    /// What to print: the sets file as JSON, or a human-readable report.
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    format: String,
+}
+
+#[derive(clap::Args)]
 struct BenchArgs {
-    /// Which benchmark.
-    #[arg(default_value = "sims", value_parser = ["sims"])]
+    /// Which benchmark: `sims` (strategies on the simulated workloads) or `hooks` (the event
+    /// server's throughput and added latency with no-op demo nodes).
+    #[arg(default_value = "sims", value_parser = ["sims", "hooks"])]
     what: String,
+    /// hooks: events to send through the server.
+    #[arg(long, default_value_t = 2000)]
+    events: u64,
+    /// hooks: demo nodes.
+    #[arg(long, default_value_t = 2)]
+    nodes: usize,
     /// Path budget per exploration (FlyMC's Figure 8 stops at 10,000).
     #[arg(long, default_value_t = 10_000)]
     cap: u64,
@@ -98,6 +129,10 @@ struct RunArgs {
     /// Run every new path twice and fail loudly on any difference.
     #[arg(long)]
     check_determinism: bool,
+    /// Also write the path file of every explored path, not only of violating ones (to study
+    /// what the checker did; one file per path).
+    #[arg(long)]
+    save_paths: bool,
     /// Sets file for samc and flymc (default: the one the system ships).
     #[arg(long, value_name = "FILE")]
     sets: Option<PathBuf>,
@@ -123,6 +158,8 @@ struct Ablation {
 }
 
 fn main() -> ExitCode {
+    // Node processes must not outlive flymc, also on Ctrl-C.
+    flymc::cluster::install_cleanup_handler();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("FLYMC_LOG")
@@ -165,6 +202,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Run(args) => run(args, folder),
         Command::Replay { file } => replay_cmd(&file, folder),
         Command::Bench(args) => bench(args, folder),
+        Command::Analyze(args) => analyze(args),
         Command::Systems => {
             for s in systems::all() {
                 println!("{:<16} {}", s.name(), s.description());
@@ -231,11 +269,32 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             .unwrap_or_default()
     );
     let mut reporter = Reporter::new(&format!("{}/{}", system.name(), workload.name));
-    let outcome = explore(system.as_ref(), &workload, strat.as_mut(), &cfg, &mut |p| {
-        reporter.update(p)
-    });
+    let mut saved: Result<()> = Ok(());
+    let mut number = 0u64;
+    let outcome = explore_with(
+        system.as_ref(),
+        &workload,
+        strat.as_mut(),
+        &cfg,
+        &mut |p| reporter.update(p),
+        &mut |run| {
+            number += 1;
+            if args.save_paths && saved.is_ok() {
+                let file = args.out.join(format!(
+                    "{}-{}-{}-all-path{number}.json",
+                    system.name(),
+                    workload.name,
+                    args.strategy
+                ));
+                saved = PathFile::from_run(&workload, &args.strategy, args.seed, number, run)
+                    .save(&file)
+                    .map_err(Into::into);
+            }
+        },
+    );
     reporter.finish();
     let outcome = outcome?;
+    saved?;
 
     let secs = outcome.elapsed.as_secs_f64();
     let code = match &outcome.violation {
@@ -305,7 +364,49 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     Ok(code)
 }
 
+fn analyze(args: AnalyzeArgs) -> Result<u8> {
+    let opts = flymc_analyzer::AnalyzeOptions {
+        lang: args.lang.parse().map_err(|e| anyhow::anyhow!("{e}"))?,
+        sources: args.sources,
+        annotations: args.annotations,
+        system: args.system,
+    };
+    let a = flymc_analyzer::analyze(&opts)?;
+    for gap in a.gaps() {
+        eprintln!("warning: {gap}");
+    }
+    match args.format.as_str() {
+        "json" if args.out.is_none() => println!("{}", a.to_json()),
+        "json" => {}
+        _ => print!("{}", a.to_text()),
+    }
+    if let Some(out) = &args.out {
+        std::fs::write(out, a.to_json())
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
+        eprintln!(
+            "wrote {} ({} gaps reported above)",
+            out.display(),
+            a.gaps().len()
+        );
+    }
+    Ok(0)
+}
+
 fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
+    if args.what == "hooks" {
+        let cfg = flymc::hookbench::HookBenchConfig {
+            events: args.events,
+            nodes: args.nodes,
+            program: None,
+        };
+        let b = flymc::hookbench::bench_hooks(&cfg)?;
+        print!("{}", b.table());
+        std::fs::create_dir_all(&args.out)?;
+        let file = args.out.join("hooks.json");
+        std::fs::write(&file, serde_json::to_string_pretty(&b)?)?;
+        println!("wrote {}", file.display());
+        return Ok(0);
+    }
     let folder = workloads::folder(folder)?;
     let cfg = flymc::bench::BenchConfig {
         cap: args.cap,

@@ -141,7 +141,8 @@ impl PathFile {
         }
         let file: PathFile = serde_json::from_value(value)
             .map_err(|e| PathFileError::Corrupt(path.into(), e.to_string()))?;
-        if file.states.len() != file.events.len() + 1 {
+        let hang = matches!(file.ending, Ending::Hang { .. });
+        if file.states.len() != file.events.len() + usize::from(!hang) {
             return Err(PathFileError::Corrupt(
                 path.into(),
                 format!(

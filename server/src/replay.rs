@@ -102,11 +102,25 @@ pub fn replay(
             });
         }
     }
+    if let (Ending::Hang { step: a }, Ending::Hang { step: b }) = (&path.ending, &run.ending) {
+        if a == b {
+            if let Some(v) = run.violation {
+                return Ok(ReplayOutcome::Reproduced(v));
+            }
+        }
+    }
     if let Ending::Diverged { step, .. } = run.ending {
         return Ok(ReplayOutcome::Diverged {
             step,
             event: path.events[step].description.clone(),
-            expected: Box::new(path.states[step + 1].state.clone()),
+            expected: Box::new(
+                path.states
+                    .get(step + 1)
+                    .or(path.states.last())
+                    .expect("a path has its initial state")
+                    .state
+                    .clone(),
+            ),
             observed: None,
             differences: vec![format!("event {} was not enabled", path.events[step].id)],
         });
@@ -116,7 +130,14 @@ pub fn replay(
         return Ok(ReplayOutcome::Diverged {
             step,
             event: path.events[step].description.clone(),
-            expected: Box::new(path.states[step + 1].state.clone()),
+            expected: Box::new(
+                path.states
+                    .get(step + 1)
+                    .or(path.states.last())
+                    .expect("a path has its initial state")
+                    .state
+                    .clone(),
+            ),
             observed: None,
             differences: vec![format!(
                 "the run ended early: {:?}",

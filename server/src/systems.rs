@@ -5,9 +5,8 @@ use flymc_model::System;
 /// Every system, in the order `flymc systems` lists them.
 pub fn all() -> Vec<Box<dyn System>> {
     vec![
-        // TEMP-SIMS Box::new(flymc_cassandra_sim::CassandraSimSystem),
-        // TEMP-SIMS Box::new(flymc_raft_sim::RaftSimSystem),
-        // TEMP-SIMS Box::new(flymc_zk_le_sim::ZkLeSimSystem),
+        Box::new(flymc_cassandra_sim::CassandraSimSystem),
+        Box::new(flymc_zk_le_sim::ZkLeSimSystem),
     ]
 }
 

@@ -177,7 +177,7 @@ impl<D: Dependence> Strategy for Dpor<D> {
             return None;
         }
         if let Some(k) = self.opts.random_every {
-            if self.handed_out % k == 0 {
+            if self.handed_out.is_multiple_of(k) {
                 return Some(Plan {
                     prefix: Vec::new(),
                     tail: Tail::Random(self.rng.gen()),
@@ -212,7 +212,7 @@ impl<D: Dependence> Strategy for Dpor<D> {
         }
         // Faults left untaken at the end: run them there, and races move them earlier.
         let end = run.steps.len();
-        if !self.opts.bound.is_some_and(|b| end >= b) {
+        if self.opts.bound.is_none_or(|b| end < b) {
             for f in &run.final_enabled {
                 self.consider(run, hashes[end], end, f.event.id, &mut new);
             }

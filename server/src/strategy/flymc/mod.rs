@@ -117,7 +117,11 @@ impl Strategy for Flymc {
         for (i, id) in ids.iter().enumerate() {
             self.scheduled.insert((hashes[i], *id));
         }
-        let abs = self.opts.symmetry.then(|| self.history.abstractions(run));
+        let abs = if self.opts.symmetry {
+            Some(self.history.abstractions(run))
+        } else {
+            None
+        };
         if let Some(abs) = &abs {
             self.history.record(run, abs);
         }

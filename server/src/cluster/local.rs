@@ -1,0 +1,177 @@
+//! Node processes on this machine: node `i` gets 127.0.0.(2+i), a free port, and
+//! `<run dir>/n<i>` as its data directory under a fresh per-run temporary directory.
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use flymc_model::NodeId;
+
+use super::procs;
+use super::{Backend, ClusterError, ExitListener, NodeCommand, NodeSlot};
+
+/// How long a SIGKILLed process may take to disappear before that is an error.
+const KILL_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct LocalBackend {
+    /// Where run directories are created (default: the system's temporary directory).
+    base: Option<PathBuf>,
+    keep_dirs: bool,
+    run_dir: Option<PathBuf>,
+    pids: HashMap<NodeId, u32>,
+}
+
+impl Default for LocalBackend {
+    fn default() -> Self {
+        LocalBackend::new()
+    }
+}
+
+impl LocalBackend {
+    pub fn new() -> LocalBackend {
+        LocalBackend {
+            base: None,
+            keep_dirs: std::env::var_os("FLYMC_KEEP_RUN_DIRS").is_some(),
+            run_dir: None,
+            pids: HashMap::new(),
+        }
+    }
+
+    /// Create run directories under `base`.
+    pub fn in_dir(mut self, base: impl Into<PathBuf>) -> LocalBackend {
+        self.base = Some(base.into());
+        self
+    }
+
+    /// Keep run directories (data and logs) after the run.
+    pub fn keep_dirs(mut self, keep: bool) -> LocalBackend {
+        self.keep_dirs = keep;
+        self
+    }
+
+    /// The current run's directory.
+    pub fn run_dir(&self) -> Option<&PathBuf> {
+        self.run_dir.as_ref()
+    }
+}
+
+fn free_port(ip: Ipv4Addr) -> Result<u16, ClusterError> {
+    let l = TcpListener::bind((ip, 0))
+        .map_err(|e| ClusterError(format!("cannot find a free port on {ip}: {e}")))?;
+    l.local_addr()
+        .map(|a| a.port())
+        .map_err(|e| ClusterError(format!("cannot find a free port on {ip}: {e}")))
+}
+
+impl Backend for LocalBackend {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn prepare(&mut self, nodes: usize) -> Result<Vec<NodeSlot>, ClusterError> {
+        self.stop()?;
+        if nodes > 250 {
+            return Err(ClusterError(format!(
+                "{nodes} nodes do not fit on 127.0.0.2..127.0.0.251"
+            )));
+        }
+        let base = self.base.clone().unwrap_or_else(std::env::temp_dir);
+        let dir = tempfile::Builder::new()
+            .prefix("flymc-run-")
+            .tempdir_in(&base)
+            .map_err(|e| {
+                ClusterError(format!(
+                    "cannot create a run directory in {}: {e}",
+                    base.display()
+                ))
+            })?
+            .keep();
+        procs::register_dir(&dir);
+        self.run_dir = Some(dir.clone());
+        (0..nodes)
+            .map(|node| {
+                let ip = Ipv4Addr::new(127, 0, 0, 2 + node as u8);
+                let data_dir = dir.join(format!("n{node}"));
+                std::fs::create_dir(&data_dir).map_err(|e| {
+                    ClusterError(format!("cannot create {}: {e}", data_dir.display()))
+                })?;
+                Ok(NodeSlot {
+                    node,
+                    addr: SocketAddr::from((ip, free_port(ip)?)),
+                    data_dir,
+                    log: dir.join(format!("n{node}.log")),
+                })
+            })
+            .collect()
+    }
+
+    fn launch(
+        &mut self,
+        slot: &NodeSlot,
+        incarnation: u32,
+        cmd: &NodeCommand,
+        on_exit: ExitListener,
+    ) -> Result<u32, ClusterError> {
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&slot.log)
+            .map_err(|e| ClusterError(format!("cannot open {}: {e}", slot.log.display())))?;
+        let err = log
+            .try_clone()
+            .map_err(|e| ClusterError(format!("cannot open {}: {e}", slot.log.display())))?;
+        let mut c = Command::new(&cmd.program);
+        c.args(&cmd.args)
+            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&slot.data_dir)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err);
+        let node = slot.node;
+        let pid =
+            procs::spawn(c, Box::new(move |how| on_exit(node, incarnation, how))).map_err(|e| {
+                ClusterError(format!(
+                    "cannot start node n{node}'s program {}: {e}",
+                    cmd.program.display()
+                ))
+            })?;
+        self.pids.insert(node, pid);
+        Ok(pid)
+    }
+
+    fn kill(&mut self, node: NodeId) -> Result<(), ClusterError> {
+        let Some(pid) = self.pids.remove(&node) else {
+            return Ok(());
+        };
+        procs::kill_and_wait(&[pid], KILL_TIMEOUT)
+            .map_err(|e| ClusterError(format!("cannot kill node n{node}: {e}")))
+    }
+
+    fn stop(&mut self) -> Result<(), ClusterError> {
+        let pids: Vec<u32> = self.pids.drain().map(|(_, p)| p).collect();
+        let killed = procs::kill_and_wait(&pids, KILL_TIMEOUT)
+            .map_err(|e| ClusterError(format!("cannot stop the cluster: {e}")));
+        if let Some(dir) = self.run_dir.take() {
+            if !self.keep_dirs {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            procs::unregister_dir(&dir);
+        }
+        killed
+    }
+
+    fn pids(&self) -> Vec<(NodeId, u32)> {
+        let mut v: Vec<(NodeId, u32)> = self.pids.iter().map(|(n, p)| (*n, *p)).collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+impl Drop for LocalBackend {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}

@@ -1,0 +1,258 @@
+//! Every node process flymc starts, in one process-wide registry, so nothing outlives flymc:
+//!
+//! - each node is its own process group (crash = SIGKILL to the group);
+//! - each is started from one long-lived spawner thread with `PR_SET_PDEATHSIG = SIGKILL`, so
+//!   the kernel kills it when flymc dies, even by SIGKILL (the death signal follows the thread
+//!   that forked, hence one thread that never ends);
+//! - a Ctrl-C / SIGTERM handler and every backend's `Drop` kill what is registered and remove
+//!   the registered run directories;
+//! - the hook's own watchdog ends a node whose event server is gone (`flymc-hook`).
+//!
+//! A waiter thread per process notices its exit (without reaping it first, so its pid cannot be
+//! reused while someone may still signal it), reports it, then reaps it.
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::mpsc;
+use std::sync::{Condvar, Mutex, MutexGuard, Once, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Called once with a description of how the process ended ("exit status 3", "killed by
+/// signal 9").
+pub type OnExit = Box<dyn FnOnce(String) + Send>;
+
+struct Job {
+    cmd: Command,
+    on_exit: OnExit,
+    reply: mpsc::Sender<io::Result<u32>>,
+}
+
+#[derive(Default)]
+struct RegState {
+    /// Live (or exited but not yet reaped) processes: pid -> exited.
+    procs: HashMap<u32, bool>,
+    dirs: HashSet<PathBuf>,
+    shutting_down: bool,
+}
+
+struct Registry {
+    state: Mutex<RegState>,
+    changed: Condvar,
+    spawner: Mutex<mpsc::Sender<Job>>,
+}
+
+fn registry() -> &'static Registry {
+    static REG: OnceLock<Registry> = OnceLock::new();
+    REG.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("flymc-spawner".into())
+            .spawn(move || {
+                // Never returns while the process lives: the sender sits in a static.
+                while let Ok(job) = rx.recv() {
+                    let r = spawn_here(job.cmd, job.on_exit);
+                    let _ = job.reply.send(r);
+                }
+            })
+            .expect("cannot start the process spawner thread");
+        Registry {
+            state: Mutex::new(RegState::default()),
+            changed: Condvar::new(),
+            spawner: Mutex::new(tx),
+        }
+    })
+}
+
+fn lock() -> MutexGuard<'static, RegState> {
+    registry().state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Start `cmd` as a node process: own process group, killed when flymc dies. Returns its pid.
+pub fn spawn(cmd: Command, on_exit: OnExit) -> io::Result<u32> {
+    install_cleanup_handler();
+    let (reply, rx) = mpsc::channel();
+    registry()
+        .spawner
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .send(Job {
+            cmd,
+            on_exit,
+            reply,
+        })
+        .map_err(|_| io::Error::other("the process spawner thread is gone"))?;
+    rx.recv()
+        .map_err(|_| io::Error::other("the process spawner thread is gone"))?
+}
+
+/// On the spawner thread.
+fn spawn_here(mut cmd: Command, on_exit: OnExit) -> io::Result<u32> {
+    let parent = std::process::id() as libc::pid_t;
+    cmd.process_group(0);
+    // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            #[cfg(target_os = "linux")]
+            {
+                if libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            if libc::getppid() != parent {
+                // flymc died between fork and prctl.
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+    // Hold the registry while forking, so a concurrent cleanup cannot miss this process.
+    let mut st = lock();
+    if st.shutting_down {
+        return Err(io::Error::other("flymc is shutting down"));
+    }
+    let child = cmd.spawn()?;
+    let pid = child.id();
+    drop(child); // never waited through std: the waiter thread below owns the pid
+    st.procs.insert(pid, false);
+    drop(st);
+    std::thread::Builder::new()
+        .name(format!("flymc-wait-{pid}"))
+        .spawn(move || wait_for(pid, on_exit))
+        .inspect_err(|_| kill_group(pid))?;
+    Ok(pid)
+}
+
+fn kill_group(pid: u32) {
+    // SAFETY: plain syscall; the group exists until its leader is reaped.
+    unsafe {
+        libc::killpg(pid as libc::pid_t, libc::SIGKILL);
+    }
+}
+
+/// Waiter thread: see the exit, mark it, report it, reap it.
+fn wait_for(pid: u32, on_exit: OnExit) {
+    let how = loop {
+        // SAFETY: zeroed siginfo is a valid out-parameter for waitid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            // SAFETY: waitid filled a SIGCHLD siginfo.
+            let status = unsafe { info.si_status() };
+            break match info.si_code {
+                libc::CLD_EXITED => format!("exit status {status}"),
+                libc::CLD_KILLED | libc::CLD_DUMPED => format!("killed by signal {status}"),
+                _ => format!("ended ({status})"),
+            };
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            break format!("cannot wait for it: {e}");
+        }
+    };
+    lock().procs.insert(pid, true);
+    registry().changed.notify_all();
+    on_exit(how);
+    let mut status = 0;
+    // SAFETY: reaps our own child.
+    unsafe {
+        libc::waitpid(pid as libc::pid_t, &mut status, 0);
+    }
+    lock().procs.remove(&pid);
+    registry().changed.notify_all();
+}
+
+/// SIGKILL these processes (their groups) and wait until they are gone, at most `timeout`.
+pub fn kill_and_wait(pids: &[u32], timeout: Duration) -> io::Result<()> {
+    let mut st = lock();
+    for pid in pids {
+        if st.procs.get(pid) == Some(&false) {
+            kill_group(*pid);
+        }
+    }
+    let deadline = Instant::now() + timeout;
+    while let Some(pid) = pids.iter().find(|p| st.procs.contains_key(p)) {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(io::Error::other(format!(
+                "process {pid} did not end within {} ms of SIGKILL",
+                timeout.as_millis()
+            )));
+        }
+        st = registry()
+            .changed
+            .wait_timeout(st, deadline - now)
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    Ok(())
+}
+
+/// Remember a run directory, removed by [`cleanup_all`] if flymc is interrupted.
+pub fn register_dir(dir: &Path) {
+    lock().dirs.insert(dir.to_path_buf());
+}
+
+pub fn unregister_dir(dir: &Path) {
+    lock().dirs.remove(dir);
+}
+
+/// Node processes flymc started that have not ended yet.
+pub fn live_processes() -> Vec<u32> {
+    let mut v: Vec<u32> = lock()
+        .procs
+        .iter()
+        .filter(|(_, exited)| !**exited)
+        .map(|(p, _)| *p)
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Kill every node process, wait for them (a few seconds at most), remove the run
+/// directories, and refuse to start new processes from now on.
+pub fn cleanup_all() {
+    let (pids, dirs) = {
+        let mut st = lock();
+        st.shutting_down = true;
+        (
+            st.procs.keys().copied().collect::<Vec<_>>(),
+            st.dirs.drain().collect::<Vec<_>>(),
+        )
+    };
+    let _ = kill_and_wait(&pids, Duration::from_secs(5));
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// On Ctrl-C (SIGINT) or SIGTERM: [`cleanup_all`], then exit with status 130. Installed by the
+/// first node process flymc starts; call it earlier to own the signal from the start. If the
+/// program installed its own handler first, that one must call [`cleanup_all`].
+pub fn install_cleanup_handler() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if let Err(e) = ctrlc::set_handler(|| {
+            cleanup_all();
+            std::process::exit(130);
+        }) {
+            tracing::debug!("flymc cleanup: a signal handler is already installed ({e})");
+        }
+    });
+}

@@ -1,0 +1,190 @@
+//! Bad input gets one clear line, exit 2, and no panic; the listing commands work.
+
+mod common;
+
+use common::{assert_one_line_error, flymc_in};
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+#[test]
+fn unknown_system_names_the_valid_ones() {
+    let d = tmp();
+    let r = flymc_in(d.path(), &["run", "--system", "mongo", "--workload", "x"]);
+    assert_one_line_error(
+        &r,
+        "unknown system `mongo`; valid systems: cassandra-sim, zk-le-sim",
+    );
+}
+
+#[test]
+fn unknown_workload_names_the_valid_ones() {
+    let d = tmp();
+    let r = flymc_in(
+        d.path(),
+        &["run", "--system", "cassandra-sim", "--workload", "cass-9"],
+    );
+    assert_one_line_error(&r, "unknown workload `cass-9` for cassandra-sim; valid workloads: cass-1, cass-2, cass-3, cass-5");
+}
+
+#[test]
+fn malformed_toml_names_file_line_and_column() {
+    let d = tmp();
+    let f = d.path().join("broken.toml");
+    std::fs::write(
+        &f,
+        "version = 1\nsystem = \"cassandra-sim\"\nnodes = 3 3\nmax_events = 10\n",
+    )
+    .unwrap();
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            f.to_str().unwrap(),
+        ],
+    );
+    assert_one_line_error(&r, "broken.toml:3:");
+    assert!(r.stderr.contains("malformed workload TOML"), "{}", r.stderr);
+}
+
+#[test]
+fn negative_budget_is_named() {
+    let d = tmp();
+    let src =
+        std::fs::read_to_string(common::workloads().join("cassandra-sim/cass-5.toml")).unwrap();
+    let f = d.path().join("neg.toml");
+    let bad = src.replace("crashes = 1", "crashes = -1");
+    assert_ne!(bad, src, "cass-5 has a crash budget to break");
+    std::fs::write(&f, bad).unwrap();
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            f.to_str().unwrap(),
+        ],
+    );
+    assert_one_line_error(&r, "faults.crashes is -1, but it must be 0 or more");
+}
+
+#[test]
+fn workload_for_another_system_is_refused() {
+    let d = tmp();
+    let f = common::workloads().join("zk-le-sim/le.toml");
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            f.to_str().unwrap(),
+        ],
+    );
+    assert_one_line_error(&r, "is a workload for `zk-le-sim`, not for `cassandra-sim`");
+}
+
+#[test]
+fn unknown_strategy_is_a_usage_error() {
+    let d = tmp();
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "zk-le-sim",
+            "--workload",
+            "le",
+            "--strategy",
+            "bfs",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.all());
+    assert!(
+        r.stderr.contains("dfs") && r.stderr.contains("flymc"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn systems_and_workloads_are_listed() {
+    let d = tmp();
+    let r = flymc_in(d.path(), &["systems"]);
+    assert_eq!(r.code, 0);
+    for s in ["cassandra-sim", "zk-le-sim"] {
+        assert!(r.stdout.contains(s), "{}", r.stdout);
+    }
+    let r = flymc_in(d.path(), &["workloads", "cassandra-sim"]);
+    assert_eq!(r.code, 0);
+    for w in [
+        "cass-1", "cass-2", "cass-3", "cass-5", "paxos-1", "paxos-2", "paxos-3",
+    ] {
+        assert!(r.stdout.contains(w), "{}", r.stdout);
+    }
+    let r = flymc_in(d.path(), &["workloads", "nope"]);
+    assert_one_line_error(&r, "unknown system `nope`");
+}
+
+fn sets_error(edit: impl Fn(&str) -> String, needle: &str) {
+    let d = tmp();
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../integrations/cassandra-sim/sets.json"
+    ))
+    .unwrap();
+    let bad = edit(&src);
+    assert_ne!(bad, src, "the edit must change the file");
+    let f = d.path().join("bad-sets.json");
+    std::fs::write(&f, bad).unwrap();
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            "paxos-1",
+            "--strategy",
+            "flymc",
+            "--sets",
+            f.to_str().unwrap(),
+        ],
+    );
+    assert_one_line_error(&r, needle);
+    assert!(
+        r.stderr.contains("bad-sets.json:"),
+        "the file and line are named: {}",
+        r.stderr
+    );
+}
+
+#[test]
+fn sets_file_with_unknown_variable() {
+    sets_error(
+        |s| s.replacen("\"node_vars\": [", "\"node_vars\": [\"no_such_var\", ", 1),
+        "unknown variable `no_such_var`",
+    );
+}
+
+#[test]
+fn sets_file_with_a_guard_that_does_not_parse() {
+    sets_error(
+        |s| s.replacen("\"guard\": \"", "\"guard\": \">> ", 1),
+        "does not parse",
+    );
+}
+
+#[test]
+fn sets_file_with_a_message_kind_the_system_does_not_have() {
+    sets_error(
+        |s| s.replacen("\"prepare\":", "\"prepare_typo\":", 1),
+        "message kind `prepare_typo` does not exist",
+    );
+}
