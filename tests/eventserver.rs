@@ -9,7 +9,7 @@ use std::path::Path;
 
 use flymc::cluster::demo::DemoSystem;
 use flymc::cluster::live_processes;
-use flymc::executor::{Ending, ExecError, Executor, Plan, Run, Tail};
+use flymc::executor::{Ending, Executor, Plan, Run, Tail, HANG_PROPERTY};
 use flymc::explore::{explore_with, ExploreConfig};
 use flymc::hookbench::{bench_hooks, HookBenchConfig};
 use flymc::model::{EventKind, GlobalState, System, Target, TargetError, Workload};
@@ -373,20 +373,22 @@ fn a_node_that_does_not_settle_is_a_hang_and_the_target_recovers() {
     let sys = demo();
     let mut t = target(&w);
     let exec = Executor::new(&sys, &w);
-    let err = exec
+    // A hang is a liveness finding with its path, not an error that ends the exploration.
+    let run = exec
         .run(&mut t, &Plan::fifo(Vec::new()), None)
-        .expect_err("a hang");
-    match err {
-        ExecError::Target {
-            step,
-            source: TargetError::Hang { node, millis },
-        } => assert_eq!(
-            (step, node, millis),
-            (1, 1, 300),
-            "hang at the second step (FIFO: add first)"
-        ),
-        other => panic!("expected a hang, got {other}"),
-    }
+        .expect("a hang is a finding");
+    assert_eq!(
+        run.ending,
+        Ending::Hang { step: 1 },
+        "hang at the second step (FIFO: add first)"
+    );
+    let v = run.violation.as_ref().expect("the hang is reported");
+    assert_eq!(v.property, HANG_PROPERTY);
+    assert!(
+        v.message.contains("n1 did not settle within 300 ms"),
+        "{}",
+        v.message
+    );
     assert!(t.pids().is_empty(), "the executor stopped the cluster");
     // The same target runs the next path.
     let plan = Plan {
