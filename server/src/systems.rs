@@ -6,6 +6,7 @@ use flymc_model::System;
 pub fn all() -> Vec<Box<dyn System>> {
     vec![
         Box::new(flymc_cassandra_sim::CassandraSimSystem),
+        Box::new(flymc_raft_sim::RaftSimSystem),
         Box::new(flymc_zk_le_sim::ZkLeSimSystem),
     ]
 }
