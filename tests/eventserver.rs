@@ -395,6 +395,8 @@ fn a_node_that_does_not_settle_is_a_hang_and_the_target_recovers() {
         prefix: Vec::new(),
         tail: Tail::Stop,
         strict: true,
+        sleep: Vec::new(),
+        sleep_at: 0,
     };
     let run = exec.run(&mut t, &plan, None).unwrap();
     assert_eq!(run.states.len(), 1);

@@ -44,7 +44,7 @@ fn find_and_replay(system: &str, workload: &str, strategy: &str, property: &str)
 
 #[test]
 fn cass_3_finds_5925_and_replays() {
-    find_and_replay("cassandra-sim", "cass-3", "random", "no-handler-failure");
+    find_and_replay("cassandra-sim", "cass-3", "flymc", "no-handler-failure");
 }
 
 #[test]
@@ -52,7 +52,7 @@ fn cass_2_finds_6013_and_replays() {
     find_and_replay(
         "cassandra-sim",
         "cass-2",
-        "random",
+        "flymc",
         "applied-false-not-committed",
     );
 }
@@ -65,6 +65,11 @@ fn cass_1_finds_6023_and_replays() {
 #[test]
 fn cass_5_finds_the_crash_bug_and_replays() {
     find_and_replay("cassandra-sim", "cass-5", "flymc", "replicas-converge");
+}
+
+#[test]
+fn raft_bug_is_found_and_replays() {
+    find_and_replay("raft-sim", "raft-bug", "random", "state-machine-safety");
 }
 
 #[test]
@@ -88,7 +93,7 @@ fn recorded(dir: &Path, workload: &str) -> std::path::PathBuf {
             "--workload",
             workload,
             "--strategy",
-            "random",
+            "flymc",
         ],
     );
     assert_eq!(r.code, 1, "{}", r.all());
@@ -151,7 +156,7 @@ fn a_changed_workload_file_is_refused() {
             "--workload",
             w.to_str().unwrap(),
             "--strategy",
-            "random",
+            "flymc",
         ],
     );
     assert_eq!(r.code, 1, "{}", r.all());

@@ -17,6 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::cache::StateEventCache;
+use crate::dependence::{propagate_sleep, Dependence};
 
 /// What to do once the prefix is used up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +38,14 @@ pub struct Plan {
     pub tail: Tail,
     /// Give up (instead of continuing with the tail) when a prefix event is not enabled.
     pub strict: bool,
+    /// The sleep set from step `sleep_at` on: events whose orders from there are explored by
+    /// other paths, so the tail does not pick them until an event they depend on runs
+    /// (Godefroid's sleep sets). It is carried through the rest of the prefix, which it does not
+    /// constrain. Honoured only when the executor is given a dependence judgement.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sleep: Vec<EventId>,
+    #[serde(default)]
+    pub sleep_at: usize,
 }
 
 impl Plan {
@@ -45,6 +54,8 @@ impl Plan {
             prefix,
             tail: Tail::Fifo,
             strict: false,
+            sleep: Vec::new(),
+            sleep_at: 0,
         }
     }
 }
@@ -94,6 +105,8 @@ pub enum Ending {
     Violation,
     /// A strict plan named an event that was not enabled at this step.
     Diverged { step: usize, missing: EventId },
+    /// Every event the tail could pick was asleep: the rest of this path is explored by others.
+    SleepBlocked,
     /// A node did not settle after this step's event: a liveness finding. The step is recorded
     /// but has no resulting state.
     Hang { step: usize },
@@ -112,8 +125,9 @@ pub struct Run {
     pub hashes: Vec<u64>,
     pub ending: Ending,
     pub violation: Option<Violation>,
-    /// What was still enabled when the run ended quiescent: only crashes and reboots, which a
-    /// FIFO tail never injects. Strategies branch on them like on any other step.
+    /// What was still enabled when the run ended quiescent (only crashes and reboots, which a
+    /// FIFO tail never injects; strategies branch on them like on any other step), or when a
+    /// `Stop` tail ended it (everything).
     pub final_enabled: Vec<Enabled>,
     /// First step at which a non-strict plan's prefix could not be followed.
     pub diverged_at: Option<usize>,
@@ -159,9 +173,20 @@ impl<'a> Executor<'a> {
         &self,
         target: &mut dyn Target,
         plan: &Plan,
-        mut cache: Option<&mut StateEventCache>,
+        cache: Option<&mut StateEventCache>,
     ) -> Result<Run, ExecError> {
-        let result = self.run_inner(target, plan, &mut cache);
+        self.run_with(target, plan, cache, None)
+    }
+
+    /// [`Executor::run`], honouring the plan's sleep set with `dep`'s judgement.
+    pub fn run_with(
+        &self,
+        target: &mut dyn Target,
+        plan: &Plan,
+        mut cache: Option<&mut StateEventCache>,
+        dep: Option<&mut dyn Dependence>,
+    ) -> Result<Run, ExecError> {
+        let result = self.run_inner(target, plan, &mut cache, dep);
         let stopped = target.stop();
         let run = result?;
         stopped.map_err(|source| ExecError::Target {
@@ -176,6 +201,7 @@ impl<'a> Executor<'a> {
         target: &mut dyn Target,
         plan: &Plan,
         cache: &mut Option<&mut StateEventCache>,
+        mut dep: Option<&mut dyn Dependence>,
     ) -> Result<Run, ExecError> {
         let w = self.workload;
         let n = w.nodes;
@@ -216,6 +242,10 @@ impl<'a> Executor<'a> {
         }
 
         let mut cursor = 0;
+        // The sleep set, from step `plan.sleep_at` on; ids, resolved against each step's enabled
+        // events.
+        let mut sleep: Option<Vec<EventId>> = None;
+        let use_sleep = dep.is_some() && plan.tail == Tail::Fifo && !plan.sleep.is_empty();
         loop {
             let step_no = run.steps.len();
             if step_no >= w.max_events {
@@ -264,23 +294,40 @@ impl<'a> Executor<'a> {
                 run.diverged_at.get_or_insert(step_no);
                 cursor += 1;
             }
+            if use_sleep && step_no == plan.sleep_at && run.diverged_at.is_none() {
+                sleep = Some(plan.sleep.clone());
+            }
+            if run.diverged_at.is_some() {
+                // A prefix that could not be followed leads elsewhere than the sleep set was
+                // computed for.
+                sleep = None;
+            }
+            let tail_sleep = if chosen.is_none() {
+                sleep.as_ref()
+            } else {
+                None
+            };
+            let asleep = |e: &Enabled| tail_sleep.is_some_and(|z| z.contains(&e.event.id));
             let chosen = match chosen {
                 Some(i) => i,
                 None => match plan.tail {
-                    Tail::Stop => break,
+                    Tail::Stop => {
+                        // What could come next, for whoever stepped through the prefix.
+                        run.final_enabled = enabled;
+                        break;
+                    }
                     Tail::Random(_) => rng.as_mut().expect("seeded").gen_range(0..enabled.len()),
-                    // The default order: the oldest pending message; a client request only when
-                    // no message is in flight, a timer only when neither is (external inputs
-                    // arrive, and timeouts fire, when the system is quiet); never a crash or
-                    // reboot, which stay choices for the strategies.
-                    _ => match [EventKind::Message, EventKind::Client, EventKind::Timeout]
-                        .iter()
-                        .find_map(|k| enabled.iter().position(|e| e.event.kind == *k))
-                    {
+                    _ => match default_pick(&enabled, &asleep) {
                         Some(i) => i,
                         None => {
-                            run.ending = Ending::Quiescent;
-                            run.final_enabled = enabled;
+                            let (sleeping, awake): (Vec<Enabled>, Vec<Enabled>) =
+                                enabled.into_iter().partition(|e| asleep(e));
+                            run.ending = if sleeping.iter().any(|e| !e.event.is_fault()) {
+                                Ending::SleepBlocked
+                            } else {
+                                Ending::Quiescent
+                            };
+                            run.final_enabled = awake;
                             break;
                         }
                     },
@@ -288,6 +335,20 @@ impl<'a> Executor<'a> {
             };
 
             let event = enabled[chosen].event.clone();
+            if let (Some(z), Some(dep)) = (sleep.as_mut(), dep.as_deref_mut()) {
+                if !z.is_empty() {
+                    let events: Vec<Event> = enabled
+                        .iter()
+                        .filter(|e| z.contains(&e.event.id))
+                        .map(|e| e.event.clone())
+                        .collect();
+                    let state = run.states.last().expect("initial state");
+                    *z = propagate_sleep(dep, state, &events, &event)
+                        .into_iter()
+                        .map(|e| e.id)
+                        .collect();
+                }
+            }
             let node: NodeId = event.to;
             node_clock[node].join(&enabled[chosen].vc);
             node_clock[node].tick(node);
@@ -370,7 +431,11 @@ impl<'a> Executor<'a> {
                 return Ok(run);
             }
         }
+        // A sleep-blocked run did not end: its end state says nothing about liveness.
         let last = run.steps.len().saturating_sub(1);
+        if run.ending == Ending::SleepBlocked {
+            return Ok(run);
+        }
         if let Some(v) = check(
             &mut props,
             run.states.last().unwrap(),
@@ -422,6 +487,20 @@ impl<'a> Executor<'a> {
             }
         }
     }
+}
+
+/// The default order: the oldest pending message; a client request only when no message is in
+/// flight, a timer only when neither is (external inputs arrive, and timeouts fire, when the
+/// system is quiet); never a crash or reboot, which stay choices for the strategies. Sleeping
+/// events are passed over.
+fn default_pick(enabled: &[Enabled], asleep: &dyn Fn(&Enabled) -> bool) -> Option<usize> {
+    [EventKind::Message, EventKind::Client, EventKind::Timeout]
+        .iter()
+        .find_map(|k| {
+            enabled
+                .iter()
+                .position(|e| e.event.kind == *k && !asleep(e))
+        })
 }
 
 fn check(

@@ -129,7 +129,12 @@ pub fn explore_with(
             out.exhausted = true;
             break;
         };
-        let run = exec.run(target.as_mut(), &plan, cfg.cache.then_some(&mut cache))?;
+        let run = exec.run_with(
+            target.as_mut(),
+            &plan,
+            cfg.cache.then_some(&mut cache),
+            strategy.dependence(),
+        )?;
         out.paths += 1;
         out.events += run.steps.len() as u64;
         if run.diverged_at.is_some() {
@@ -175,6 +180,8 @@ fn check_determinism(
         prefix: run.event_ids(),
         tail: Tail::Stop,
         strict: true,
+        sleep: Vec::new(),
+        sleep_at: 0,
     };
     let again = exec.run(target, &plan, None)?;
     for (step, (a, b)) in run.states.iter().zip(&again.states).enumerate() {

@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod cache;
 pub mod cluster;
+pub mod dependence;
 pub mod eventserver;
 pub mod executor;
 pub mod explore;

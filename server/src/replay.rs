@@ -84,6 +84,8 @@ pub fn replay(
         prefix: path.event_ids(),
         tail: Tail::Stop,
         strict: true,
+        sleep: Vec::new(),
+        sleep_at: 0,
     };
     let run = Executor::new(system, workload).run(target.as_mut(), &plan, None)?;
     for (i, (rec, seen)) in path.states.iter().zip(&run.states).enumerate() {

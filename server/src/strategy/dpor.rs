@@ -7,37 +7,16 @@
 //! POPL'05). A tree of prefixes keeps each backtrack point from being scheduled twice.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
-use flymc_model::{stable_hash, Event, EventId};
+use flymc_model::{stable_hash, Event, EventId, GlobalState};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::sleep::{Origin, SleepSets};
 use super::{Strategy, StrategyStats};
+pub use crate::dependence::Dependence;
 use crate::executor::{Plan, Run, Tail};
-
-/// When must two steps of a run be explored in both orders?
-pub trait Dependence {
-    /// Steps `i < j` of `run`: may swapping them change the outcome, judged in the state before
-    /// step `i` (`run.states[i]`)?
-    fn dependent(&mut self, run: &Run, i: usize, j: usize) -> bool;
-
-    /// Is running `candidate` from the state before step `i` redundant given the events already
-    /// scheduled there (e.g. SAMC's symmetric crashes)? Such candidates are pruned.
-    fn redundant(
-        &mut self,
-        _run: &Run,
-        _i: usize,
-        _candidate: &Event,
-        _scheduled: &HashSet<EventId>,
-    ) -> bool {
-        false
-    }
-
-    /// What pruning by [`Dependence::redundant`] is called in statistics.
-    fn redundancy_name(&self) -> &'static str {
-        "redundancy"
-    }
-}
 
 /// The event with id `id` enabled before step `i` (or at the end of the run).
 pub fn enabled_event(run: &Run, i: usize, id: EventId) -> Option<&Event> {
@@ -67,7 +46,8 @@ pub struct Dpor<D> {
     dep: D,
     opts: DporOptions,
     tree: HashMap<u64, TreeNode>,
-    stack: Vec<Vec<EventId>>,
+    stack: Vec<(Vec<EventId>, Origin)>,
+    sleep: SleepSets,
     started: bool,
     handed_out: u64,
     rng: ChaCha8Rng,
@@ -112,6 +92,48 @@ pub fn race_candidates(run: &Run, i: usize, j: usize) -> Vec<EventId> {
     at_i.iter().map(|e| e.event.id).collect()
 }
 
+/// The paths that reverse the race between steps `i < j`, as (first new event at `i`, prefix).
+/// Where possible, the prefix is the run up to `i`, then the events between `i` and `j` that do
+/// not come after `i` (causally or by a dependence), then `j`'s event: Abdulla et al.'s wakeup
+/// sequence (POPL'14), which reverses the race in one path instead of inching `j`'s event
+/// forward one backtrack at a time. Otherwise, [`race_candidates`] one event each.
+pub fn reversals(
+    dep: &mut dyn Dependence,
+    run: &Run,
+    ids: &[EventId],
+    i: usize,
+    j: usize,
+) -> Vec<(EventId, Vec<EventId>)> {
+    let mut after = vec![false; j + 1];
+    after[i] = true;
+    for k in i + 1..=j {
+        let ek = &run.steps[k].enabled[run.steps[k].chosen];
+        after[k] = (i..k).any(|d| {
+            if !after[d] || (d == i && k == j) {
+                return false;
+            }
+            let ed = run.steps[d].event();
+            run.steps[d].happens_before(ek)
+                || ((ed.to == ek.event.to || ed.is_fault() || ek.event.is_fault())
+                    && dep.dependent(run, d, k))
+        });
+    }
+    if !after[j] {
+        let mut prefix = ids[..i].to_vec();
+        prefix.extend((i + 1..j).filter(|&k| !after[k]).map(|k| ids[k]));
+        prefix.push(ids[j]);
+        return vec![(prefix[i], prefix)];
+    }
+    race_candidates(run, i, j)
+        .into_iter()
+        .map(|c| {
+            let mut p = ids[..i].to_vec();
+            p.push(c);
+            (c, p)
+        })
+        .collect()
+}
+
 /// The last step `i < j` racing with `j`, if any.
 pub fn last_race<D: Dependence + ?Sized>(dep: &mut D, run: &Run, j: usize) -> Option<usize> {
     let target = &run.steps[j].enabled[run.steps[j].chosen];
@@ -128,6 +150,7 @@ impl<D: Dependence> Dpor<D> {
             opts,
             tree: HashMap::new(),
             stack: Vec::new(),
+            sleep: SleepSets::new(),
             started: false,
             handed_out: 0,
             rng: ChaCha8Rng::seed_from_u64(opts.seed),
@@ -138,17 +161,19 @@ impl<D: Dependence> Dpor<D> {
 }
 
 impl<D: Dependence> Dpor<D> {
-    /// Queue `c` from the prefix hashed `h` (step `i`) unless already scheduled or redundant.
+    /// Queue `c` from the prefix hashed `h` (step `i`) unless already scheduled, asleep there,
+    /// or redundant.
     fn consider(
         &mut self,
         run: &Run,
-        h: u64,
-        i: usize,
+        (i, h): (usize, u64),
         c: EventId,
-        new: &mut Vec<(usize, EventId)>,
+        prefix: Vec<EventId>,
+        asleep: &[EventId],
+        new: &mut Vec<(usize, EventId, Vec<EventId>)>,
     ) {
         let node = self.tree.entry(h).or_default();
-        if node.scheduled.contains(&c) {
+        if node.scheduled.contains(&c) || asleep.contains(&c) {
             return;
         }
         let redundant = enabled_event(run, i, c)
@@ -157,7 +182,7 @@ impl<D: Dependence> Dpor<D> {
         if redundant {
             self.pruned += 1;
         } else {
-            new.push((i, c));
+            new.push((i, c, prefix));
         }
     }
 }
@@ -171,6 +196,7 @@ impl<D: Dependence> Strategy for Dpor<D> {
         self.handed_out += 1;
         if !self.started {
             self.started = true;
+            self.sleep.hand_out_plain();
             return Some(Plan::fifo(Vec::new()));
         }
         if self.stack.is_empty() {
@@ -178,19 +204,29 @@ impl<D: Dependence> Strategy for Dpor<D> {
         }
         if let Some(k) = self.opts.random_every {
             if self.handed_out.is_multiple_of(k) {
+                self.sleep.hand_out_plain();
                 return Some(Plan {
                     prefix: Vec::new(),
                     tail: Tail::Random(self.rng.gen()),
                     strict: false,
+                    sleep: Vec::new(),
+                    sleep_at: 0,
                 });
             }
         }
-        self.stack.pop().map(Plan::fifo)
+        let (prefix, origin) = self.stack.pop()?;
+        let sleep = self.sleep.hand_out(&mut self.dep, &origin);
+        Some(Plan {
+            sleep,
+            sleep_at: origin.depth + 1,
+            ..Plan::fifo(prefix)
+        })
     }
 
     fn observe(&mut self, run: &Run) {
         let ids = run.event_ids();
         let hashes = prefix_hashes(&ids);
+        let asleep = self.sleep.observe(&mut self.dep, run, &hashes);
         for (i, id) in ids.iter().enumerate() {
             self.tree
                 .entry(hashes[i])
@@ -198,7 +234,7 @@ impl<D: Dependence> Strategy for Dpor<D> {
                 .scheduled
                 .insert(*id);
         }
-        let mut new: Vec<(usize, EventId)> = Vec::new();
+        let mut new: Vec<(usize, EventId, Vec<EventId>)> = Vec::new();
         for j in 1..run.steps.len() {
             let Some(i) = last_race(&mut self.dep, run, j) else {
                 continue;
@@ -206,29 +242,54 @@ impl<D: Dependence> Strategy for Dpor<D> {
             if self.opts.bound.is_some_and(|b| i >= b) {
                 continue;
             }
-            for c in race_candidates(run, i, j) {
-                self.consider(run, hashes[i], i, c, &mut new);
+            for (c, prefix) in reversals(&mut self.dep, run, &ids, i, j) {
+                self.consider(run, (i, hashes[i]), c, prefix, &asleep[i], &mut new);
             }
         }
         // Faults left untaken at the end: run them there, and races move them earlier.
         let end = run.steps.len();
         if self.opts.bound.is_none_or(|b| end < b) {
             for f in &run.final_enabled {
-                self.consider(run, hashes[end], end, f.event.id, &mut new);
+                let mut prefix = ids.clone();
+                prefix.push(f.event.id);
+                self.consider(
+                    run,
+                    (end, hashes[end]),
+                    f.event.id,
+                    prefix,
+                    &asleep[end],
+                    &mut new,
+                );
             }
         }
         // Shallow first, so the deepest backtrack point is explored next.
-        new.sort_by_key(|(i, _)| *i);
-        for (i, c) in new {
-            let mut p = ids[..i].to_vec();
-            p.push(c);
-            self.stack.push(p);
+        new.sort_by_key(|(i, _, _)| *i);
+        let mut states: HashMap<usize, Rc<GlobalState>> = HashMap::new();
+        for (i, c, prefix) in new {
+            let Some(event) = enabled_event(run, i, c).cloned() else {
+                continue;
+            };
+            let state = states
+                .entry(i)
+                .or_insert_with(|| Rc::new(run.states[i].clone()))
+                .clone();
+            let origin = Origin {
+                node: hashes[i],
+                depth: i,
+                state,
+                event,
+            };
+            self.stack.push((prefix, origin));
             self.generated += 1;
         }
     }
 
     fn queue_len(&self) -> usize {
         self.stack.len()
+    }
+
+    fn dependence(&mut self) -> Option<&mut dyn Dependence> {
+        Some(&mut self.dep)
     }
 
     fn stats(&self) -> StrategyStats {

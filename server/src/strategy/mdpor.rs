@@ -3,15 +3,15 @@
 
 use super::dpor::{Dependence, Dpor, DporOptions};
 use super::StrategyContext;
-use crate::executor::Run;
+use flymc_model::{Event, GlobalState};
 
 /// MoDist's black-box rule: same processing node means dependent (crashes and reboots are
 /// processed by the node they strike).
 pub struct SameNode;
 
 impl Dependence for SameNode {
-    fn dependent(&mut self, run: &Run, i: usize, j: usize) -> bool {
-        run.steps[i].event().to == run.steps[j].event().to
+    fn dependent_at(&mut self, _state: &GlobalState, a: &Event, b: &Event) -> bool {
+        a.to == b.to
     }
 }
 

@@ -12,11 +12,13 @@ mod mdpor;
 mod random;
 mod rdpor;
 mod samc;
+pub mod sleep;
 
 use flymc_model::sets::SetsFile;
 use flymc_model::{Symmetry, Workload};
 use serde::Serialize;
 
+use crate::dependence::Dependence;
 use crate::executor::{Plan, Run};
 
 /// What a strategy can consult when it is built.
@@ -62,6 +64,10 @@ pub trait Strategy {
     fn observe(&mut self, run: &Run);
     /// Paths waiting to be explored.
     fn queue_len(&self) -> usize;
+    /// The judgement the executor honours the plan's sleep set with, if the strategy uses one.
+    fn dependence(&mut self) -> Option<&mut dyn Dependence> {
+        None
+    }
     fn stats(&self) -> StrategyStats {
         StrategyStats::default()
     }

@@ -29,6 +29,8 @@ impl Strategy for RandomWalk {
             prefix: Vec::new(),
             tail: Tail::Random(self.rng.gen()),
             strict: false,
+            sleep: Vec::new(),
+            sleep_at: 0,
         })
     }
 

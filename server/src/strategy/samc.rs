@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use flymc_model::sets::SetsFile;
-use flymc_model::{Event, EventId, EventKind, Symmetry};
+use flymc_model::{Event, EventId, EventKind, GlobalState, Symmetry};
 
 use super::dpor::{enabled_event, Dependence, Dpor, DporOptions};
 use crate::executor::Run;
@@ -19,15 +19,14 @@ pub struct SamcRules {
 }
 
 impl Dependence for SamcRules {
-    fn dependent(&mut self, run: &Run, i: usize, j: usize) -> bool {
-        let (a, b) = (run.steps[i].event(), run.steps[j].event());
+    fn dependent_at(&mut self, state: &GlobalState, a: &Event, b: &Event) -> bool {
         if a.to != b.to {
             return false;
         }
         if a.is_fault() || b.is_fault() {
             return true;
         }
-        let node = &run.states[i].nodes[a.to].vars;
+        let node = &state.nodes[a.to].vars;
         let (Some(x), Some(y)) = (
             self.sets.message(&a.name, node, &a.fields),
             self.sets.message(&b.name, node, &b.fields),

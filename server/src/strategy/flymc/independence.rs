@@ -14,11 +14,10 @@ use flymc_model::sets::{Entry, SetsFile};
 use flymc_model::{Event, EventKind, GlobalState};
 use serde_json::Map;
 
-use crate::executor::Run;
 use crate::strategy::dpor::Dependence;
 
-pub struct SetsDependence<'a> {
-    pub sets: &'a SetsFile,
+pub struct SetsDependence {
+    pub sets: SetsFile,
 }
 
 fn meets(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
@@ -83,13 +82,8 @@ pub fn independent(sets: &SetsFile, state: &GlobalState, a: &Event, b: &Event) -
     }
 }
 
-impl Dependence for SetsDependence<'_> {
-    fn dependent(&mut self, run: &Run, i: usize, j: usize) -> bool {
-        !independent(
-            self.sets,
-            &run.states[i],
-            run.steps[i].event(),
-            run.steps[j].event(),
-        )
+impl Dependence for SetsDependence {
+    fn dependent_at(&mut self, state: &GlobalState, a: &Event, b: &Event) -> bool {
+        !independent(&self.sets, state, a, b)
     }
 }

@@ -12,13 +12,18 @@ mod independence;
 mod parallel;
 mod symmetry;
 
-use std::collections::HashSet;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
 
 use flymc_model::sets::SetsFile;
-use flymc_model::{EventId, Symmetry};
+use flymc_model::{EventId, GlobalState, Symmetry};
 
-use super::dpor::{last_race, prefix_hashes, race_candidates, Dependence};
+use super::dpor::{
+    enabled_event, last_race, prefix_hashes, race_candidates, reversals, Dependence,
+};
 use super::mdpor::SameNode;
+use super::sleep::{Origin, SleepSets};
 use super::{Strategy, StrategyStats};
 use crate::executor::{Plan, Run};
 pub use independence::{independent, SetsDependence};
@@ -46,11 +51,15 @@ struct Item {
     prefix: Vec<EventId>,
     /// The abstract transition the path's new step takes, for pruning at pop time.
     key: Option<Key>,
+    /// Where a single flip leaves the tree (for its sleep set); parallel flips have none.
+    origin: Option<Origin>,
 }
 
 pub struct Flymc {
     opts: FlymcOptions,
-    sets: SetsFile,
+    /// Sets-file independence, or MoDist's rule when independence is off.
+    dep: Box<dyn Dependence>,
+    sleep: SleepSets,
     history: History,
     /// Per prefix hash: events run or queued from there.
     scheduled: HashSet<(u64, EventId)>,
@@ -59,7 +68,13 @@ pub struct Flymc {
     /// mdpor backtracks that independence made unnecessary, counted once each.
     independence_seen: HashSet<(u64, EventId)>,
     high: Vec<Item>,
-    low: Vec<Item>,
+    /// Single flips, shallowest first (newest first among equals): a race near the start of a
+    /// path changes the most about what follows.
+    low: BTreeMap<(usize, Reverse<u64>), Item>,
+    pushed: u64,
+    /// Whose turn it is to hand out the next path (see [`Flymc::pop`]); parallel flips form a
+    /// chain (each run proposes the next), so they must not starve the systematic search.
+    turn: u8,
     started: bool,
     stats: Counters,
 }
@@ -75,18 +90,51 @@ struct Counters {
 
 impl Flymc {
     pub fn new(sets: SetsFile, sym: Symmetry, opts: FlymcOptions) -> Self {
+        let dep: Box<dyn Dependence> = if opts.independence {
+            Box::new(SetsDependence { sets })
+        } else {
+            Box::new(SameNode)
+        };
         Flymc {
             opts,
-            sets,
+            dep,
+            sleep: SleepSets::new(),
             history: History::new(sym),
             scheduled: HashSet::new(),
             parallel_seen: HashSet::new(),
             independence_seen: HashSet::new(),
             high: Vec::new(),
-            low: Vec::new(),
+            low: BTreeMap::new(),
+            pushed: 0,
+            turn: 2,
             started: false,
             stats: Counters::default(),
         }
+    }
+}
+
+impl Flymc {
+    fn push_low(&mut self, depth: usize, item: Item) {
+        self.pushed += 1;
+        self.low.insert((depth, Reverse(self.pushed)), item);
+    }
+
+    /// Rotate: a parallel flip, the shallowest single flip, the deepest single flip. Deep flips
+    /// are DFS's next steps (late crashes, the last messages); shallow ones change a path from
+    /// its start (a message overtaken by everything after it).
+    fn pop(&mut self) -> Option<Item> {
+        for _ in 0..3 {
+            self.turn = (self.turn + 1) % 3;
+            let item = match self.turn {
+                0 => self.high.pop(),
+                1 => self.low.pop_first().map(|(_, item)| item),
+                _ => self.low.pop_last().map(|(_, item)| item),
+            };
+            if item.is_some() {
+                return item;
+            }
+        }
+        None
     }
 }
 
@@ -98,15 +146,27 @@ impl Strategy for Flymc {
     fn next_plan(&mut self) -> Option<Plan> {
         if !self.started {
             self.started = true;
+            self.sleep.hand_out_plain();
             return Some(Plan::fifo(Vec::new()));
         }
-        while let Some(item) = self.high.pop().or_else(|| self.low.pop()) {
+        while let Some(item) = self.pop() {
             // The history may have grown since the path was queued.
             if self.opts.symmetry && item.key.is_some_and(|k| self.history.contains(&k)) {
                 self.stats.symmetry += 1;
                 continue;
             }
-            return Some(Plan::fifo(item.prefix));
+            let (sleep, sleep_at) = match &item.origin {
+                Some(o) => (self.sleep.hand_out(self.dep.as_mut(), o), o.depth + 1),
+                None => {
+                    self.sleep.hand_out_plain();
+                    (Vec::new(), 0)
+                }
+            };
+            return Some(Plan {
+                sleep,
+                sleep_at,
+                ..Plan::fifo(item.prefix)
+            });
         }
         None
     }
@@ -114,6 +174,7 @@ impl Strategy for Flymc {
     fn observe(&mut self, run: &Run) {
         let ids = run.event_ids();
         let hashes = prefix_hashes(&ids);
+        let asleep = self.sleep.observe(self.dep.as_mut(), run, &hashes);
         for (i, id) in ids.iter().enumerate() {
             self.scheduled.insert((hashes[i], *id));
         }
@@ -126,19 +187,13 @@ impl Strategy for Flymc {
             self.history.record(run, abs);
         }
 
-        let mut sets_dep = SetsDependence { sets: &self.sets };
-        let dep: &mut dyn Dependence = if self.opts.independence {
-            &mut sets_dep
-        } else {
-            &mut SameNode
-        };
-        let mut new: Vec<(usize, EventId)> = Vec::new();
+        let mut new: Vec<(usize, EventId, Vec<EventId>)> = Vec::new();
         for j in 1..run.steps.len() {
-            let race = last_race(dep, run, j);
+            let race = last_race(self.dep.as_mut(), run, j);
             if let Some(i) = race {
-                for c in race_candidates(run, i, j) {
-                    if self.scheduled.insert((hashes[i], c)) {
-                        new.push((i, c));
+                for (c, prefix) in reversals(self.dep.as_mut(), run, &ids, i, j) {
+                    if !asleep[i].contains(&c) && self.scheduled.insert((hashes[i], c)) {
+                        new.push((i, c, prefix));
                     }
                 }
             }
@@ -157,60 +212,59 @@ impl Strategy for Flymc {
         }
         let end = run.steps.len();
         for f in &run.final_enabled {
-            if self.scheduled.insert((hashes[end], f.event.id)) {
-                new.push((end, f.event.id));
+            if !asleep[end].contains(&f.event.id)
+                && self.scheduled.insert((hashes[end], f.event.id))
+            {
+                let mut prefix = ids.clone();
+                prefix.push(f.event.id);
+                new.push((end, f.event.id, prefix));
             }
         }
 
-        new.sort_by_key(|(i, _)| *i);
+        new.sort_by_key(|(i, _, _)| *i);
         let queue_low = self.opts.parallel_flips;
-        for (i, c) in new {
-            let key = abs.as_ref().map(|abs| {
-                let event = run.steps.get(i).map_or_else(
-                    || {
-                        &run.final_enabled
-                            .iter()
-                            .find(|e| e.event.id == c)
-                            .expect("final fault")
-                            .event
-                    },
-                    |s| {
-                        &s.enabled
-                            .iter()
-                            .find(|e| e.event.id == c)
-                            .expect("candidate is enabled")
-                            .event
-                    },
-                );
-                self.history.key(&abs[i], event)
-            });
+        let mut states: HashMap<usize, Rc<GlobalState>> = HashMap::new();
+        for (i, c, prefix) in new {
+            let Some(event) = enabled_event(run, i, c).cloned() else {
+                continue;
+            };
+            let key = abs.as_ref().map(|abs| self.history.key(&abs[i], &event));
             if key.is_some_and(|k| self.history.contains(&k)) {
                 self.stats.symmetry += 1;
                 continue;
             }
-            let mut prefix = ids[..i].to_vec();
-            prefix.push(c);
+            let state = states
+                .entry(i)
+                .or_insert_with(|| Rc::new(run.states[i].clone()))
+                .clone();
+            let item = Item {
+                prefix,
+                key,
+                origin: Some(Origin {
+                    node: hashes[i],
+                    depth: i,
+                    state,
+                    event,
+                }),
+            };
             self.stats.generated += 1;
             if queue_low {
                 self.stats.deprioritized += 1;
-                self.low.push(Item { prefix, key });
-            } else {
-                self.high.push(Item { prefix, key });
             }
+            self.push_low(i, item);
         }
 
         if self.opts.parallel_flips {
-            let dep: &mut dyn Dependence = if self.opts.independence {
-                &mut sets_dep
-            } else {
-                &mut SameNode
-            };
-            if let Some((prefix, _flips)) = parallel::parallel_flip(dep, run) {
+            if let Some((prefix, _flips)) = parallel::parallel_flip(self.dep.as_mut(), run) {
                 let h = *prefix_hashes(&prefix).last().expect("non-empty");
                 if self.parallel_seen.insert(h) {
                     self.stats.generated += 1;
                     self.stats.parallel += 1;
-                    self.high.push(Item { prefix, key: None });
+                    self.high.push(Item {
+                        prefix,
+                        key: None,
+                        origin: None,
+                    });
                 }
             }
         }
@@ -218,6 +272,10 @@ impl Strategy for Flymc {
 
     fn queue_len(&self) -> usize {
         self.high.len() + self.low.len()
+    }
+
+    fn dependence(&mut self) -> Option<&mut dyn Dependence> {
+        Some(self.dep.as_mut())
     }
 
     fn stats(&self) -> StrategyStats {

@@ -1,46 +1,61 @@
 //! Parallel flips (FlyMC §3.3, §4.2): from an explored path, flip one racing pair at every node
 //! at once, but only when no event of one flip happens before an event of another (otherwise a
 //! flip could keep a later flip's events from ever existing).
+//!
+//! A flip of steps `i < j` at one node moves `j`'s event before `i`'s, together with the events
+//! between them that do not come after `i` (the race reversal of [`reversals`]), so a message
+//! can overtake one that was sent long before it, not only its neighbour.
 
 use std::collections::BTreeMap;
 
 use flymc_model::{EventId, NodeId};
 
 use crate::executor::Run;
-use crate::strategy::dpor::Dependence;
+use crate::strategy::dpor::{last_race, Dependence};
 
-/// One flip: move the event of step `j` to just before step `i` (both at the same node).
+/// One flip: move the event of step `j` to before step `i` (both at the same node).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Flip {
     pub i: usize,
     pub j: usize,
 }
 
-/// For every node, its latest racing pair whose later event was already enabled at the earlier
-/// step (a direct flip); then the combined path if at least two nodes flip and the flips are
-/// causally unrelated. Returns the new prefix and the flips in it.
-pub fn parallel_flip<D: Dependence + ?Sized>(
-    dep: &mut D,
-    run: &Run,
-) -> Option<(Vec<EventId>, Vec<Flip>)> {
+/// Steps `i+1..=j` that come after step `i` (causally, or by a dependence at one node).
+fn after(dep: &mut dyn Dependence, run: &Run, i: usize, j: usize) -> Vec<bool> {
+    let mut after = vec![false; j + 1];
+    after[i] = true;
+    for k in i + 1..=j {
+        let ek = &run.steps[k].enabled[run.steps[k].chosen];
+        after[k] = (i..k).any(|d| {
+            if !after[d] || (d == i && k == j) {
+                return false;
+            }
+            let ed = run.steps[d].event();
+            run.steps[d].happens_before(ek)
+                || ((ed.to == ek.event.to || ed.is_fault() || ek.event.is_fault())
+                    && dep.dependent(run, d, k))
+        });
+    }
+    after
+}
+
+/// Every node's racing pair that reaches back furthest (the largest change to what the node
+/// sees; measured on the Cassandra bugs, as fast or faster than the paper's example of the
+/// latest pair), then the combined path if at least two nodes flip and
+/// the flips are causally unrelated. Returns the new prefix and the flips in it.
+pub fn parallel_flip(dep: &mut dyn Dependence, run: &Run) -> Option<(Vec<EventId>, Vec<Flip>)> {
     let mut per_node: BTreeMap<NodeId, Flip> = BTreeMap::new();
-    for j in (1..run.steps.len()).rev() {
+    for j in 1..run.steps.len() {
         let node = run.steps[j].event().to;
-        if per_node.contains_key(&node) {
+        let Some(i) = last_race(dep, run, j) else {
+            continue;
+        };
+        if run.steps[i].event().to != node || after(dep, run, i, j)[j] {
             continue;
         }
-        let target = &run.steps[j].enabled[run.steps[j].chosen];
-        let found = (0..j).rev().find(|&i| {
-            run.steps[i].event().to == node
-                && !run.steps[i].happens_before(target)
-                && run.steps[i]
-                    .enabled
-                    .iter()
-                    .any(|e| e.event.id == target.event.id)
-                && dep.dependent(run, i, j)
-        });
-        if let Some(i) = found {
-            per_node.insert(node, Flip { i, j });
+        let f = Flip { i, j };
+        if per_node.get(&node).is_none_or(|old| i < old.i) {
+            per_node.insert(node, f);
         }
     }
     let mut flips: Vec<Flip> = per_node.into_values().collect();
@@ -55,7 +70,8 @@ pub fn parallel_flip<D: Dependence + ?Sized>(
             [k.i, k.j].iter().any(|&a| {
                 [f.i, f.j].iter().any(|&b| {
                     let (x, y) = (a.min(b), a.max(b));
-                    run.steps[x].happens_before(&run.steps[y].enabled[run.steps[y].chosen])
+                    x != y
+                        && run.steps[x].happens_before(&run.steps[y].enabled[run.steps[y].chosen])
                 })
             })
         });
@@ -66,17 +82,34 @@ pub fn parallel_flip<D: Dependence + ?Sized>(
     if kept.len() < 2 {
         return None;
     }
-    let ids = run.event_ids();
-    let last = kept.iter().map(|f| f.i).max().expect("two flips");
-    let mut prefix = Vec::with_capacity(last + 2);
-    for (p, id) in ids.iter().enumerate().take(last + 1) {
-        if kept.iter().any(|f| f.j == p) {
-            continue; // moved earlier
+    // Apply the reversals one after another to the whole sequence of steps.
+    let mut order: Vec<usize> = (0..run.steps.len()).collect();
+    for f in &kept {
+        let later = after(dep, run, f.i, f.j);
+        let pos = |s: usize, order: &[usize]| order.iter().position(|&x| x == s).expect("step");
+        let (pi, pj) = (pos(f.i, &order), pos(f.j, &order));
+        if pj < pi {
+            continue; // an earlier reversal already moved it
         }
-        if let Some(f) = kept.iter().find(|f| f.i == p) {
-            prefix.push(ids[f.j]);
+        let window: Vec<usize> = order[pi..=pj].to_vec();
+        let (mut moved, mut stay): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+        for s in window {
+            if s == f.j || (s > f.i && s < f.j && !later[s]) {
+                moved.push(s);
+            } else {
+                stay.push(s);
+            }
         }
-        prefix.push(*id);
+        moved.extend(stay);
+        order.splice(pi..=pj, moved);
     }
+    let ids = run.event_ids();
+    // Up to the last moved event; the default order takes it from there.
+    let end = kept
+        .iter()
+        .map(|f| order.iter().position(|&x| x == f.i).expect("step"))
+        .max()
+        .expect("two flips");
+    let prefix = order[..=end].iter().map(|&s| ids[s]).collect();
     Some((prefix, kept))
 }
