@@ -92,18 +92,9 @@ pub fn race_candidates(run: &Run, i: usize, j: usize) -> Vec<EventId> {
     at_i.iter().map(|e| e.event.id).collect()
 }
 
-/// The paths that reverse the race between steps `i < j`, as (first new event at `i`, prefix).
-/// Where possible, the prefix is the run up to `i`, then the events between `i` and `j` that do
-/// not come after `i` (causally or by a dependence), then `j`'s event: Abdulla et al.'s wakeup
-/// sequence (POPL'14), which reverses the race in one path instead of inching `j`'s event
-/// forward one backtrack at a time. Otherwise, [`race_candidates`] one event each.
-pub fn reversals(
-    dep: &mut dyn Dependence,
-    run: &Run,
-    ids: &[EventId],
-    i: usize,
-    j: usize,
-) -> Vec<(EventId, Vec<EventId>)> {
+/// Which of steps `..=j` come after step `i` (causally, or by a dependence at one node), the
+/// race between `i` and `j` itself left out: what must stay behind `i` when `j` overtakes it.
+pub fn comes_after(dep: &mut dyn Dependence, run: &Run, i: usize, j: usize) -> Vec<bool> {
     let mut after = vec![false; j + 1];
     after[i] = true;
     for k in i + 1..=j {
@@ -118,6 +109,22 @@ pub fn reversals(
                     && dep.dependent(run, d, k))
         });
     }
+    after
+}
+
+/// The paths that reverse the race between steps `i < j`, as (first new event at `i`, prefix).
+/// Where possible, the prefix is the run up to `i`, then the events between `i` and `j` that do
+/// not come after `i` (causally or by a dependence), then `j`'s event: Abdulla et al.'s wakeup
+/// sequence (POPL'14), which reverses the race in one path instead of inching `j`'s event
+/// forward one backtrack at a time. Otherwise, [`race_candidates`] one event each.
+pub fn reversals(
+    dep: &mut dyn Dependence,
+    run: &Run,
+    ids: &[EventId],
+    i: usize,
+    j: usize,
+) -> Vec<(EventId, Vec<EventId>)> {
+    let after = comes_after(dep, run, i, j);
     if !after[j] {
         let mut prefix = ids[..i].to_vec();
         prefix.extend((i + 1..j).filter(|&k| !after[k]).map(|k| ids[k]));

@@ -11,32 +11,13 @@ use std::collections::BTreeMap;
 use flymc_model::{EventId, NodeId};
 
 use crate::executor::Run;
-use crate::strategy::dpor::{last_race, Dependence};
+use crate::strategy::dpor::{comes_after, last_race, Dependence};
 
 /// One flip: move the event of step `j` to before step `i` (both at the same node).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Flip {
     pub i: usize,
     pub j: usize,
-}
-
-/// Steps `i+1..=j` that come after step `i` (causally, or by a dependence at one node).
-fn after(dep: &mut dyn Dependence, run: &Run, i: usize, j: usize) -> Vec<bool> {
-    let mut after = vec![false; j + 1];
-    after[i] = true;
-    for k in i + 1..=j {
-        let ek = &run.steps[k].enabled[run.steps[k].chosen];
-        after[k] = (i..k).any(|d| {
-            if !after[d] || (d == i && k == j) {
-                return false;
-            }
-            let ed = run.steps[d].event();
-            run.steps[d].happens_before(ek)
-                || ((ed.to == ek.event.to || ed.is_fault() || ek.event.is_fault())
-                    && dep.dependent(run, d, k))
-        });
-    }
-    after
 }
 
 /// Every node's racing pair that reaches back furthest (the largest change to what the node
@@ -50,7 +31,7 @@ pub fn parallel_flip(dep: &mut dyn Dependence, run: &Run) -> Option<(Vec<EventId
         let Some(i) = last_race(dep, run, j) else {
             continue;
         };
-        if run.steps[i].event().to != node || after(dep, run, i, j)[j] {
+        if run.steps[i].event().to != node || comes_after(dep, run, i, j)[j] {
             continue;
         }
         let f = Flip { i, j };
@@ -85,7 +66,7 @@ pub fn parallel_flip(dep: &mut dyn Dependence, run: &Run) -> Option<(Vec<EventId
     // Apply the reversals one after another to the whole sequence of steps.
     let mut order: Vec<usize> = (0..run.steps.len()).collect();
     for f in &kept {
-        let later = after(dep, run, f.i, f.j);
+        let later = comes_after(dep, run, f.i, f.j);
         let pos = |s: usize, order: &[usize]| order.iter().position(|&x| x == s).expect("step");
         let (pi, pj) = (pos(f.i, &order), pos(f.j, &order));
         if pj < pi {
