@@ -115,14 +115,7 @@ pub fn replay(
         return Ok(ReplayOutcome::Diverged {
             step,
             event: path.events[step].description.clone(),
-            expected: Box::new(
-                path.states
-                    .get(step + 1)
-                    .or(path.states.last())
-                    .expect("a path has its initial state")
-                    .state
-                    .clone(),
-            ),
+            expected: Box::new(expected_after(path, step)),
             observed: None,
             differences: vec![format!("event {} was not enabled", path.events[step].id)],
         });
@@ -132,14 +125,7 @@ pub fn replay(
         return Ok(ReplayOutcome::Diverged {
             step,
             event: path.events[step].description.clone(),
-            expected: Box::new(
-                path.states
-                    .get(step + 1)
-                    .or(path.states.last())
-                    .expect("a path has its initial state")
-                    .state
-                    .clone(),
-            ),
+            expected: Box::new(expected_after(path, step)),
             observed: None,
             differences: vec![format!(
                 "the run ended early: {:?}",
@@ -155,4 +141,14 @@ pub fn replay(
             observed,
         }),
     }
+}
+
+/// The state the path file recorded after `step` (its last one, if it ends sooner).
+fn expected_after(path: &PathFile, step: usize) -> GlobalState {
+    path.states
+        .get(step + 1)
+        .or(path.states.last())
+        .expect("a path has its initial state")
+        .state
+        .clone()
 }

@@ -7,13 +7,12 @@
 //! POPL'05). A tree of prefixes keeps each backtrack point from being scheduled twice.
 
 use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
 
-use flymc_model::{stable_hash, Event, EventId, GlobalState};
+use flymc_model::{stable_hash, Event, EventId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::sleep::{Origin, SleepSets};
+use super::sleep::{origins, Origin, SleepSets};
 use super::{Strategy, StrategyStats};
 pub use crate::dependence::Dependence;
 use crate::executor::{Plan, Run, Tail};
@@ -271,22 +270,8 @@ impl<D: Dependence> Strategy for Dpor<D> {
         }
         // Shallow first, so the deepest backtrack point is explored next.
         new.sort_by_key(|(i, _, _)| *i);
-        let mut states: HashMap<usize, Rc<GlobalState>> = HashMap::new();
-        for (i, c, prefix) in new {
-            let Some(event) = enabled_event(run, i, c).cloned() else {
-                continue;
-            };
-            let state = states
-                .entry(i)
-                .or_insert_with(|| Rc::new(run.states[i].clone()))
-                .clone();
-            let origin = Origin {
-                node: hashes[i],
-                depth: i,
-                state,
-                event,
-            };
-            self.stack.push((prefix, origin));
+        for branch in origins(run, &hashes, new) {
+            self.stack.push(branch);
             self.generated += 1;
         }
     }

@@ -17,6 +17,7 @@ use flymc_model::{Event, EventId, GlobalState};
 
 use crate::dependence::{propagate_sleep, Dependence};
 use crate::executor::Run;
+use crate::strategy::dpor::enabled_event;
 
 /// Where a queued branch leaves the tree: run `event` from the node hashed `node`.
 #[derive(Clone)]
@@ -27,6 +28,32 @@ pub struct Origin {
     /// The state at that node, to judge what commutes with `event`.
     pub state: Rc<GlobalState>,
     pub event: Event,
+}
+
+/// The new branches `(depth, first event, prefix)` of `run` (with prefix hashes `hashes`), each
+/// with its origin; the state at each depth is copied once, however many branches leave there.
+pub fn origins(
+    run: &Run,
+    hashes: &[u64],
+    new: Vec<(usize, EventId, Vec<EventId>)>,
+) -> Vec<(Vec<EventId>, Origin)> {
+    let mut states: HashMap<usize, Rc<GlobalState>> = HashMap::new();
+    new.into_iter()
+        .filter_map(|(i, c, prefix)| {
+            let event = enabled_event(run, i, c)?.clone();
+            let state = states
+                .entry(i)
+                .or_insert_with(|| Rc::new(run.states[i].clone()))
+                .clone();
+            let origin = Origin {
+                node: hashes[i],
+                depth: i,
+                state,
+                event,
+            };
+            Some((prefix, origin))
+        })
+        .collect()
 }
 
 #[derive(Default)]

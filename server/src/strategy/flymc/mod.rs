@@ -13,17 +13,14 @@ mod parallel;
 mod symmetry;
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::rc::Rc;
+use std::collections::{BTreeMap, HashSet};
 
 use flymc_model::sets::SetsFile;
-use flymc_model::{EventId, GlobalState, Symmetry};
+use flymc_model::{EventId, Symmetry};
 
-use super::dpor::{
-    enabled_event, last_race, prefix_hashes, race_candidates, reversals, Dependence,
-};
+use super::dpor::{last_race, prefix_hashes, race_candidates, reversals, Dependence};
 use super::mdpor::SameNode;
-use super::sleep::{Origin, SleepSets};
+use super::sleep::{origins, Origin, SleepSets};
 use super::{Strategy, StrategyStats};
 use crate::executor::{Plan, Run};
 pub use independence::{independent, SetsDependence};
@@ -223,29 +220,19 @@ impl Strategy for Flymc {
 
         new.sort_by_key(|(i, _, _)| *i);
         let queue_low = self.opts.parallel_flips;
-        let mut states: HashMap<usize, Rc<GlobalState>> = HashMap::new();
-        for (i, c, prefix) in new {
-            let Some(event) = enabled_event(run, i, c).cloned() else {
-                continue;
-            };
-            let key = abs.as_ref().map(|abs| self.history.key(&abs[i], &event));
+        for (prefix, origin) in origins(run, &hashes, new) {
+            let i = origin.depth;
+            let key = abs
+                .as_ref()
+                .map(|abs| self.history.key(&abs[i], &origin.event));
             if key.is_some_and(|k| self.history.contains(&k)) {
                 self.stats.symmetry += 1;
                 continue;
             }
-            let state = states
-                .entry(i)
-                .or_insert_with(|| Rc::new(run.states[i].clone()))
-                .clone();
             let item = Item {
                 prefix,
                 key,
-                origin: Some(Origin {
-                    node: hashes[i],
-                    depth: i,
-                    state,
-                    event,
-                }),
+                origin: Some(origin),
             };
             self.stats.generated += 1;
             if queue_low {
