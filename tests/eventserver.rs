@@ -45,6 +45,7 @@ fn explore(system: &dyn System, w: &Workload, name: &str, paths: u64) -> (Vec<Ru
         symmetry: system.symmetry(w),
         seed: 0,
         bound: 25,
+        stateless_dfs: false,
         sets: None,
         flymc: FlymcOptions {
             symmetry: true,

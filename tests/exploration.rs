@@ -71,6 +71,7 @@ fn exhaust(system: &str, workload: &str, strategy: &str, opts: FlymcOptions, cap
         symmetry: sym.clone(),
         seed: 0,
         bound: 25,
+        stateless_dfs: false,
         sets: systems::load_sets(system.as_ref(), &w, None).unwrap(),
         flymc: opts,
     };
@@ -150,10 +151,10 @@ fn reachable(system: &str, workload: &str) -> (HashSet<u64>, HashSet<u64>) {
 
 #[test]
 fn fixed_paxos_1_and_raft_1_exhaust_without_violation() {
-    // MoDist's same-node rule cannot exhaust paxos-1 (every late reply at the coordinator races
-    // with everything after it), so there only flymc is asked to.
+    // MoDist's same-node rule cannot exhaust paxos-1 within the cap (every late reply at the
+    // coordinator races with everything after it), so there dfs and flymc are asked to.
     for (system, workload, strategies) in [
-        ("cassandra-sim", "paxos-1", &["flymc"][..]),
+        ("cassandra-sim", "paxos-1", &["dfs", "flymc"][..]),
         ("raft-sim", "raft-1", &["dfs", "mdpor", "flymc"][..]),
     ] {
         for strategy in strategies {
@@ -201,10 +202,12 @@ fn flymc_without_parallel_flips_reaches_every_end_state_dfs_reaches() {
             "{workload}: flymc reported states that cannot be reached"
         );
     }
-    // The stateful search is what DFS reaches: on raft-1, which DFS exhausts, they agree.
-    let dfs = exhaust("raft-sim", "raft-1", "dfs", no_pf, 200_000);
-    assert!(dfs.exhausted);
-    let (all, terminal) = reachable("raft-sim", "raft-1");
-    assert_eq!(dfs.all, all);
-    assert_eq!(dfs.terminal, terminal);
+    // The reference search is what DFS reaches: where DFS exhausts, they agree.
+    for (system, workload) in [("raft-sim", "raft-1"), ("cassandra-sim", "paxos-1")] {
+        let dfs = exhaust(system, workload, "dfs", no_pf, 200_000);
+        assert!(dfs.exhausted);
+        let (all, terminal) = reachable(system, workload);
+        assert_eq!(dfs.all, all, "{workload}");
+        assert_eq!(dfs.terminal, terminal, "{workload}");
+    }
 }

@@ -43,16 +43,16 @@ fn find_and_replay(system: &str, workload: &str, strategy: &str, property: &str)
 }
 
 #[test]
-fn cass_3_finds_5925_and_replays() {
-    find_and_replay("cassandra-sim", "cass-3", "flymc", "no-handler-failure");
+fn cass_3_finds_5925_with_dfs_and_replays() {
+    find_and_replay("cassandra-sim", "cass-3", "dfs", "no-handler-failure");
 }
 
 #[test]
-fn cass_2_finds_6013_and_replays() {
+fn cass_2_finds_6013_with_a_baseline_and_replays() {
     find_and_replay(
         "cassandra-sim",
         "cass-2",
-        "flymc",
+        "random",
         "applied-false-not-committed",
     );
 }

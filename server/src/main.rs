@@ -123,6 +123,10 @@ struct RunArgs {
     /// Depth bound for bdpor and brdpor.
     #[arg(long, default_value_t = 25)]
     bound: usize,
+    /// dfs over every interleaving, re-expanding a state each time another order reaches it
+    /// (the FlyMC paper's naive DFS), instead of expanding each state once.
+    #[arg(long)]
+    stateless: bool,
     /// Where path files go.
     #[arg(long, default_value = "flymc-out", value_name = "DIR")]
     out: PathBuf,
@@ -230,6 +234,12 @@ fn dispatch(cli: Cli) -> Result<u8> {
 }
 
 fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
+    if args.stateless && args.strategy != "dfs" {
+        anyhow::bail!(
+            "--stateless only applies to --strategy dfs (got `{}`); drop it or use dfs",
+            args.strategy
+        );
+    }
     let system = systems::find(&args.system)?;
     let folder = workloads::folder(folder)?;
     let workload = workloads::load(&folder, system.name(), &args.workload)?;
@@ -244,6 +254,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         symmetry: system.symmetry(&workload),
         seed: args.seed,
         bound: args.bound,
+        stateless_dfs: args.stateless,
         sets,
         flymc: FlymcOptions {
             symmetry: !args.ablation.no_symmetry,

@@ -28,6 +28,8 @@ pub struct StrategyContext<'a> {
     pub seed: u64,
     /// Depth bound for the bounded strategies (`bdpor`, `brdpor`).
     pub bound: usize,
+    /// `dfs` over the tree of interleavings (the paper's naive baseline) instead of over states.
+    pub stateless_dfs: bool,
     /// The system's sets file, for `samc` and `flymc`.
     pub sets: Option<SetsFile>,
     /// Which FlyMC algorithms are on.
@@ -86,7 +88,7 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
             .ok_or_else(|| BuildError::NeedsSets(name.into()))
     };
     Ok(match name {
-        "dfs" => Box::new(dfs::Dfs::new()),
+        "dfs" => Box::new(dfs::Dfs::new(ctx.stateless_dfs)),
         "random" => Box::new(random::RandomWalk::new(ctx.seed)),
         "mdpor" => Box::new(mdpor::new(ctx)),
         "bdpor" => Box::new(bdpor::new(ctx)),

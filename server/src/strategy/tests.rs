@@ -5,11 +5,17 @@ use crate::explore::{explore, ExploreConfig};
 use crate::testkit::{workload, TinySystem};
 
 fn count(strategy: &str, w: &flymc_model::Workload) -> (u64, bool, Option<String>) {
+    // "dfs" is the stateful DFS; "tree" the stateless one.
+    let (strategy, stateless_dfs) = match strategy {
+        "tree" => ("dfs", true),
+        s => (s, false),
+    };
     let ctx = StrategyContext {
         workload: w,
         symmetry: Symmetry::none(),
         seed: 1,
         bound: 25,
+        stateless_dfs,
         sets: None,
         flymc: FlymcOptions::default(),
     };
@@ -25,18 +31,36 @@ fn count(strategy: &str, w: &flymc_model::Workload) -> (u64, bool, Option<String
 }
 
 #[test]
-fn dfs_runs_every_interleaving_once() {
+fn stateless_dfs_runs_every_interleaving_once() {
     // Three concurrent requests: 3! orders.
     let w = workload(2, "[[0, -1], [1, -1], [1, -1]]", "");
-    assert_eq!(count("dfs", &w), (6, true, None));
+    assert_eq!(count("tree", &w), (6, true, None));
 }
 
 #[test]
-fn dfs_branches_on_crashes_including_after_the_last_message() {
+fn stateless_dfs_branches_on_crashes_including_after_the_last_message() {
     // a, b to n0 with one crash of n0 allowed: [a b], [a b crash], [a crash], [b a],
     // [b a crash], [b crash], [crash] = 7.
     let w = workload(1, "[[0, -1], [0, -1]]", "[faults]\ncrashes = 1");
-    assert_eq!(count("dfs", &w), (7, true, None));
+    assert_eq!(count("tree", &w), (7, true, None));
+}
+
+#[test]
+fn dfs_expands_each_state_once() {
+    // a to n0; b and c to n1 are the same request. A state is the counters plus what is in
+    // flight. Run [a b c] expands {}, {a}, {ab}. Branch [a c] is known to lead where [a b]
+    // led (c is b's twin): pruned without a run. [b a c] expands {b}, then meets {ab};
+    // [b c a] expands {bb}; [c] leads from {} to {b}, expanded: pruned. 3 runs, not 6.
+    let w = workload(2, "[[0, -1], [1, -1], [1, -1]]", "");
+    assert_eq!(count("dfs", &w), (3, true, None));
+    // With a crash budget the spent budget tells states apart that counters alone would not.
+    let w = workload(1, "[[0, -1], [0, -1]]", "[faults]\ncrashes = 1");
+    let (paths, exhausted, _) = count("dfs", &w);
+    assert!(exhausted);
+    assert!(
+        paths < 7,
+        "state caching must save runs over the 7 interleavings"
+    );
 }
 
 #[test]
@@ -47,7 +71,7 @@ fn mdpor_only_reorders_events_at_the_same_node() {
     // c0 forwards to n1 where it races with c1: orders (c0 c1 fwd) and (c0 fwd c1).
     let w = workload(2, "[[0, 1], [1, -1]]", "");
     assert_eq!(count("mdpor", &w), (2, true, None));
-    assert_eq!(count("dfs", &w), (3, true, None));
+    assert_eq!(count("tree", &w), (3, true, None));
 }
 
 #[test]
@@ -58,6 +82,7 @@ fn bounded_dpor_does_not_reorder_beyond_its_bound() {
         symmetry: Symmetry::none(),
         seed: 1,
         bound: 0,
+        stateless_dfs: false,
         sets: None,
         flymc: FlymcOptions::default(),
     };
@@ -93,6 +118,7 @@ fn random_walks_are_seeded() {
         symmetry: Symmetry::none(),
         seed: 7,
         bound: 25,
+        stateless_dfs: false,
         sets: None,
         flymc: FlymcOptions::default(),
     };
@@ -126,6 +152,7 @@ fn with_sets(
         symmetry: Symmetry::all(w.nodes),
         seed: 1,
         bound: 25,
+        stateless_dfs: false,
         sets: Some(sets),
         flymc,
     };
