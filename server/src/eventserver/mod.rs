@@ -170,6 +170,12 @@ impl EventServer {
         self.shared.with(|st| st.reboot(node, nth))
     }
 
+    /// Tell the other live nodes that `cause` (a crash or reboot of `about`) happened, as
+    /// client events `name {node: about}`.
+    pub fn notice(&self, cause: EventId, name: &str, about: NodeId) {
+        self.shared.with(|st| st.notice(cause, name, about));
+    }
+
     pub fn alive(&self, node: NodeId) -> bool {
         self.shared.lock().alive(node)
     }
