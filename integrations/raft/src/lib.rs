@@ -3,7 +3,7 @@
 //!
 //! The node programs are `node/openraft_node.rs` and `node/asyncraft_node.rs` (binaries
 //! `flymc-raft-node` and `flymc-asyncraft-node` of the `flymc` package); `node/glue.rs` is what
-//! both share: the RPC bridge over the hook, the election and heartbeat timers as flymc events,
+//! both share: the RPC bridge over the hook, the election timer as a flymc event,
 //! crash and reboot notices, client writes, and the idle detection that tells flymc when an
 //! enabled event's processing is over. This library is the checker's side: the workload
 //! parameters ([`Params`]), the node state every node reports ([`NodeView`]) and Raft's
@@ -24,7 +24,8 @@
 //! Nothing in a node depends on the wall clock: openraft runs on a runtime whose clock only
 //! moves when the glue says so and whose sleeps never end by themselves, with its tick,
 //! elections and heartbeats switched off; async-raft runs on a paused tokio clock that only the
-//! glue advances. An election timeout and a heartbeat are events flymc enables.
+//! glue advances. An election timeout is a timer event flymc enables; a leader sends heartbeats
+//! when flymc delivers a reboot notice (below), never because time passed.
 //!
 //! # Timers (which events exist when)
 //! A node *needs* an election when it is not the leader, knows no leader it was not told
@@ -44,6 +45,10 @@
 //! `forward` message), like a client that retries.
 
 pub mod properties;
+
+/// The sets file of both Raft systems (their nodes report the same variables and receive the
+/// same events).
+pub const SETS: &str = include_str!("../sets.json");
 
 use flymc_model::{NodeId, Symmetry, TargetError, Workload};
 use serde::{Deserialize, Serialize};
@@ -69,7 +74,6 @@ pub const MESSAGE_KINDS: &[&str] = &[
     "snapshot-reply",
     "forward",
     "elect",
-    "heartbeat",
     "write",
     "crashed",
     "rebooted",

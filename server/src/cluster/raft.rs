@@ -114,6 +114,10 @@ impl System for RaftSystem {
         flymc_raft::symmetry(w)
     }
 
+    fn sets_file(&self) -> Option<&'static str> {
+        Some(flymc_raft::SETS)
+    }
+
     fn message_kinds(&self) -> Option<Vec<&'static str>> {
         Some(flymc_raft::MESSAGE_KINDS.to_vec())
     }
