@@ -199,7 +199,7 @@ pub trait RaftLib {
     /// Propose a client write (only called at a leader; the outcome comes later).
     fn propose(&self, value: u64);
     /// A new event is delivered: time passes (as much as flymc likes, so leases run out).
-    fn time_passes(&self);
+    fn time_passes(&self) -> impl Future<Output = ()>;
 }
 
 /// The glue's own state: timers, notices, queued client writes.
@@ -265,7 +265,7 @@ impl<R: RaftLib> Driver<R> {
         self.hook.ready(&self.state(&o)).await?;
         loop {
             let d = self.hook.next().await?;
-            self.raft.time_passes();
+            self.raft.time_passes().await;
             self.handle(d).await?;
             settle(&self.hook, &self.idle).await;
             let o = self.after().await?;

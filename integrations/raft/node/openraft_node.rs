@@ -594,7 +594,7 @@ impl RaftLib for Node {
         });
     }
 
-    fn time_passes(&self) {
+    async fn time_passes(&self) {
         CLOCK.fetch_add(nanos(STEP), Ordering::SeqCst);
     }
 }
