@@ -59,6 +59,9 @@ pub struct RealConfig {
     /// Tell the other live nodes of every crash and reboot (client events `crashed {node}` and
     /// `rebooted {node}`), as their failure detector or a reconnecting peer would.
     pub notices: bool,
+    /// A crash also loses the messages the node sent that flymc has not delivered yet (they
+    /// were still in its send buffers). Off: they are delivered later like any other.
+    pub crash_loses_outbound: bool,
 }
 
 impl RealConfig {
@@ -77,6 +80,7 @@ impl RealConfig {
             settle_timeout: Duration::from_millis(settle_ms),
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             notices: false,
+            crash_loses_outbound: false,
         }
     }
 
@@ -97,6 +101,11 @@ impl RealConfig {
 
     pub fn notices(mut self, on: bool) -> RealConfig {
         self.notices = on;
+        self
+    }
+
+    pub fn crash_loses_outbound(mut self, on: bool) -> RealConfig {
+        self.crash_loses_outbound = on;
         self
     }
 }
@@ -330,6 +339,9 @@ impl Target for RealTarget {
             return Err(TargetError::BadNode(node, "crash needs a live node".into()));
         }
         server.crash(node, self.crashes[node]);
+        if self.cfg.crash_loses_outbound {
+            server.lose_outbound(node);
+        }
         if self.cfg.notices {
             server.notice(EventId::crash(node, self.crashes[node]), "crashed", node);
         }

@@ -79,7 +79,9 @@ impl RaftSystem {
             c
         })
         .clients(clients)
-        .notices(true);
+        .notices(true)
+        // A crashed node's unsent requests die with it (a Raft RPC that never left is lost).
+        .crash_loses_outbound(true);
         if let Some(ms) = params.settle_timeout_ms {
             cfg = cfg.settle_timeout(Duration::from_millis(ms));
         }

@@ -165,6 +165,11 @@ impl EventServer {
         self.shared.wake_pollers(Some(node));
     }
 
+    /// Drop the pending messages `node` sent (after its crash).
+    pub fn lose_outbound(&self, node: NodeId) {
+        self.shared.with(|st| st.lose_outbound(node));
+    }
+
     /// Expect a new incarnation of `node` (its `nth` reboot); returns the incarnation.
     pub fn reboot(&self, node: NodeId, nth: u32) -> u32 {
         self.shared.with(|st| st.reboot(node, nth))

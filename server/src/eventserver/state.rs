@@ -596,6 +596,16 @@ impl RunState {
         self.actions += 1;
     }
 
+    /// Drop the messages `node` sent that are still pending: the crash that just happened
+    /// lost them before they left the node (see [`crate::real::RealConfig::crash_loses_outbound`]).
+    pub fn lose_outbound(&mut self, node: NodeId) {
+        for rec in self.events.values_mut() {
+            if rec.event.from == Some(node) && rec.status == Status::Pending {
+                rec.status = Status::Dropped;
+            }
+        }
+    }
+
     /// Tell every live node other than `about` that `cause` (a crash or reboot of `about`)
     /// happened: a client event `name {node: about}` at each, caused by `cause`, so its
     /// identity is the same in every re-run. Systems whose nodes would learn this from their
