@@ -224,14 +224,13 @@ impl Disk {
     }
 
     /// Write a file whole and atomically (a crash never leaves half of it).
-    fn write(&self, name: &str, v: &impl serde::Serialize) -> Result<(), StorageError<u64>> {
+    fn write(&self, name: &str, v: &impl serde::Serialize) -> std::io::Result<()> {
         let tmp = self.dir.join(format!("{name}.tmp"));
-        let bytes = serde_json::to_vec(v).map_err(io_err)?;
-        std::fs::write(&tmp, bytes).map_err(io_err)?;
-        std::fs::rename(&tmp, self.dir.join(name)).map_err(io_err)
+        std::fs::write(&tmp, serde_json::to_vec(v)?)?;
+        std::fs::rename(&tmp, self.dir.join(name))
     }
 
-    fn save_log(&self) -> Result<(), StorageError<u64>> {
+    fn save_log(&self) -> std::io::Result<()> {
         let entries: Vec<&RaftEntry<Tc>> = self.log.values().collect();
         self.write("log.json", &entries)
     }
@@ -278,7 +277,7 @@ impl RaftLogStorage<Tc> for LogStore {
     async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
         let mut d = self.disk();
         d.vote = Some(*vote);
-        d.write("vote.json", &d.vote)
+        d.write("vote.json", &d.vote).map_err(io_err)
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
@@ -316,19 +315,19 @@ impl RaftLogStorage<Tc> for LogStore {
                 .map(|_| ())
                 .map_err(|e| std::io::Error::other(e.to_string())),
         );
-        res
+        res.map_err(io_err)
     }
 
     async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
         let mut d = self.disk();
         d.log.split_off(&log_id.index);
-        d.save_log()
+        d.save_log().map_err(io_err)
     }
 
     async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
         let mut d = self.disk();
         d.log = d.log.split_off(&(log_id.index + 1));
-        d.save_log()
+        d.save_log().map_err(io_err)
     }
 }
 
