@@ -94,18 +94,11 @@ fn flymc_exhausts_openraft_leader_election_and_every_path_elects_one_leader() {
         let log = last.var(0, "log").and_then(Value::as_array).unwrap();
         assert!(log.len() >= 2, "membership and the leader's blank entry");
     }
-    // Paths elect in term 1 and, after n0's second timeout, in term 2.
-    let terms: std::collections::BTreeSet<i64> = runs
-        .iter()
-        .filter_map(|r| {
-            r.states
-                .last()
-                .unwrap()
-                .var(0, "term")
-                .and_then(Value::as_i64)
-        })
-        .collect();
-    assert_eq!(terms.into_iter().collect::<Vec<_>>(), vec![1, 2]);
+    // Every run elected: no node is left in term 0.
+    for r in &runs {
+        let last = r.states.last().unwrap();
+        assert!((0..3).all(|i| last.var(i, "term").and_then(Value::as_i64) >= Some(1)));
+    }
 }
 
 #[test]
