@@ -108,6 +108,7 @@ pub fn explore_with(
         .target(workload)
         .map_err(|e| ExploreError::Setup(e.to_string()))?;
     let mut cache = StateEventCache::new();
+    let use_cache = cfg.cache && system.states_are_complete();
     let mut out = Outcome {
         paths: 0,
         exhausted: false,
@@ -132,7 +133,7 @@ pub fn explore_with(
         let run = exec.run_with(
             target.as_mut(),
             &plan,
-            cfg.cache.then_some(&mut cache),
+            use_cache.then_some(&mut cache),
             strategy.dependence(),
         )?;
         out.paths += 1;

@@ -56,6 +56,12 @@ pub struct RealConfig {
     pub settle_timeout: Duration,
     /// Where the event server listens (default 127.0.0.1 on a free port).
     pub bind: SocketAddr,
+    /// Tell the other live nodes of every crash and reboot (client events `crashed {node}` and
+    /// `rebooted {node}`), as their failure detector or a reconnecting peer would.
+    pub notices: bool,
+    /// A crash also loses the messages the node sent that flymc has not delivered yet (they
+    /// were still in its send buffers). Off: they are delivered later like any other.
+    pub crash_loses_outbound: bool,
 }
 
 impl RealConfig {
@@ -73,6 +79,8 @@ impl RealConfig {
             clients: Vec::new(),
             settle_timeout: Duration::from_millis(settle_ms),
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            notices: false,
+            crash_loses_outbound: false,
         }
     }
 
@@ -88,6 +96,16 @@ impl RealConfig {
 
     pub fn bind(mut self, addr: SocketAddr) -> RealConfig {
         self.bind = addr;
+        self
+    }
+
+    pub fn notices(mut self, on: bool) -> RealConfig {
+        self.notices = on;
+        self
+    }
+
+    pub fn crash_loses_outbound(mut self, on: bool) -> RealConfig {
+        self.crash_loses_outbound = on;
         self
     }
 }
@@ -321,6 +339,12 @@ impl Target for RealTarget {
             return Err(TargetError::BadNode(node, "crash needs a live node".into()));
         }
         server.crash(node, self.crashes[node]);
+        if self.cfg.crash_loses_outbound {
+            server.lose_outbound(node);
+        }
+        if self.cfg.notices {
+            server.notice(EventId::crash(node, self.crashes[node]), "crashed", node);
+        }
         self.crashes[node] += 1;
         self.backend
             .kill(node)
@@ -338,6 +362,9 @@ impl Target for RealTarget {
             ));
         }
         let incarnation = server.reboot(node, self.reboots[node]);
+        if self.cfg.notices {
+            server.notice(EventId::reboot(node, self.reboots[node]), "rebooted", node);
+        }
         self.reboots[node] += 1;
         self.launch(node, incarnation)
     }

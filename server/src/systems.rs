@@ -2,12 +2,16 @@
 
 use flymc_model::System;
 
+use crate::cluster::raft::{Flavor, RaftSystem};
+
 /// Every system, in the order `flymc systems` lists them.
 pub fn all() -> Vec<Box<dyn System>> {
     vec![
         Box::new(flymc_cassandra_sim::CassandraSimSystem),
         Box::new(flymc_raft_sim::RaftSimSystem),
         Box::new(flymc_zk_le_sim::ZkLeSimSystem),
+        Box::new(RaftSystem::new(Flavor::OpenRaft)),
+        Box::new(RaftSystem::new(Flavor::AsyncRaft)),
     ]
 }
 

@@ -336,6 +336,13 @@ impl Hook {
         self.inner.lock().current
     }
 
+    /// How many report or cancel requests are on their way to the server. A node that decides
+    /// by itself when an enabled event's processing is over (all its tasks idle) must also wait
+    /// for this to be 0: a task blocked on the network may still be reporting what it caused.
+    pub fn reports_in_flight(&self) -> usize {
+        self.inner.lock().outstanding
+    }
+
     /// Report events (one request); returns their identities. The parent of each is the event
     /// in progress unless set with [`Outgoing::parent`].
     pub async fn report_all(&self, items: Vec<Outgoing>) -> Result<Vec<EventId>, HookError> {

@@ -20,6 +20,13 @@ pub trait System: Send + Sync {
     fn sets_file(&self) -> Option<&'static str> {
         None
     }
+    /// Whether the node states it reports hold everything that decides the nodes' future.
+    /// Only then may the executor take S' from the state-event cache for S + e instead of
+    /// running e: a real system that reports a summary of its nodes (a Raft library's term,
+    /// log and role, not its replication progress) says no, and every event is run.
+    fn states_are_complete(&self) -> bool {
+        true
+    }
     /// Every message kind (event name) its nodes can receive, for checking sets files;
     /// `None` when the system cannot say.
     fn message_kinds(&self) -> Option<Vec<&'static str>> {

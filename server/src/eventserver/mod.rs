@@ -165,9 +165,20 @@ impl EventServer {
         self.shared.wake_pollers(Some(node));
     }
 
+    /// Drop the pending messages `node` sent (after its crash).
+    pub fn lose_outbound(&self, node: NodeId) {
+        self.shared.with(|st| st.lose_outbound(node));
+    }
+
     /// Expect a new incarnation of `node` (its `nth` reboot); returns the incarnation.
     pub fn reboot(&self, node: NodeId, nth: u32) -> u32 {
         self.shared.with(|st| st.reboot(node, nth))
+    }
+
+    /// Tell the other live nodes that `cause` (a crash or reboot of `about`) happened, as
+    /// client events `name {node: about}`.
+    pub fn notice(&self, cause: EventId, name: &str, about: NodeId) {
+        self.shared.with(|st| st.notice(cause, name, about));
     }
 
     pub fn alive(&self, node: NodeId) -> bool {

@@ -596,6 +596,51 @@ impl RunState {
         self.actions += 1;
     }
 
+    /// Drop the messages `node` sent that are still pending: the crash that just happened
+    /// lost them before they left the node (see [`crate::real::RealConfig::crash_loses_outbound`]).
+    pub fn lose_outbound(&mut self, node: NodeId) {
+        for rec in self.events.values_mut() {
+            if rec.event.from == Some(node) && rec.status == Status::Pending {
+                rec.status = Status::Dropped;
+            }
+        }
+    }
+
+    /// Tell every live node other than `about` that `cause` (a crash or reboot of `about`)
+    /// happened: a client event `name {node: about}` at each, caused by `cause`, so its
+    /// identity is the same in every re-run. Systems whose nodes would learn this from their
+    /// failure detector or a reconnecting peer ask for it ([`crate::real::RealConfig::notices`]).
+    pub fn notice(&mut self, cause: EventId, name: &str, about: NodeId) {
+        let gen = self.gens.get(&cause).copied().unwrap_or(0);
+        for to in 0..self.nodes.len() {
+            if to == about || !self.nodes[to].alive {
+                continue;
+            }
+            let id = EventId::derive(Some(cause), 0, EventKind::Client, name, None, to);
+            let mut fields = Map::new();
+            fields.insert("node".into(), Value::from(about));
+            let event = Event {
+                id,
+                kind: EventKind::Client,
+                name: name.to_string(),
+                from: None,
+                to,
+                fields,
+                parent: Some(cause),
+            };
+            self.events.insert(
+                id,
+                Record {
+                    sort: (gen, 0, to, EventKind::Client, name.to_string(), 0),
+                    event,
+                    wire_kind: Kind::Client,
+                    payload: Value::Null,
+                    status: Status::Pending,
+                },
+            );
+        }
+    }
+
     /// `node` is being rebooted (its `nth` reboot) as a new incarnation; returns it.
     pub fn reboot(&mut self, node: NodeId, nth: u32) -> u32 {
         let id = EventId::reboot(node, nth);

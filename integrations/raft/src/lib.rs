@@ -1,0 +1,253 @@
+//! Real Raft clusters under flymc: openraft (system `raft`) and async-raft 0.6.1 (system
+//! `raft-asyncraft`), each node a real process whose network is flymc's hook.
+//!
+//! The node programs are `node/openraft_node.rs` and `node/asyncraft_node.rs` (binaries
+//! `flymc-raft-node` and `flymc-asyncraft-node` of the `flymc` package); `node/glue.rs` is what
+//! both share: the RPC bridge over the hook, the election timer as a flymc event,
+//! crash and reboot notices, client writes, and the idle detection that tells flymc when an
+//! enabled event's processing is over. This library is the checker's side: the workload
+//! parameters ([`Params`]), the node state every node reports ([`NodeView`]) and Raft's
+//! properties ([`properties`]).
+//!
+//! # Node state
+//! Every node reports, after every event: `term`, `voted_for` (the node it voted for in `term`),
+//! `role` (`follower`, `candidate`, `leader`, `learner`), `leader` (the leader of `term` it
+//! knows), `log` (entries `{term, value}` in index order: `value` is the written number,
+//! `null` for a leader's blank entry, `"config"` for a membership entry), `commit` (how many log
+//! entries it knows committed), `applied` (the entries its state machine applied, in order),
+//! and the glue's own variables that decide its future: `elect` (its election timer is armed),
+//! `elections_left`, `eligible` (it may arm an election timer at all), `down` (peers it was told
+//! crashed), `queued` (client writes waiting for a leader). The term, vote and log are persisted
+//! in the node's data directory and survive crash and reboot; the rest is volatile.
+//!
+//! # Time
+//! Nothing in a node depends on the wall clock: openraft runs on a runtime whose clock only
+//! moves when the glue says so and whose sleeps never end by themselves, with its tick,
+//! elections and heartbeats switched off; async-raft runs on a paused tokio clock that only the
+//! glue advances. An election timeout is a timer event flymc enables; a leader sends heartbeats
+//! when flymc delivers a reboot notice (below), never because time passed.
+//!
+//! # Timers (which events exist when)
+//! A node *needs* an election when it is not the leader, knows no leader it was not told
+//! crashed, and did not vote in its term for another node it was not told crashed. Its
+//! election timer `elect` is armed while it needs an election, is *eligible* (listed in
+//! `election_timers`, told of a crash, or rebooted) and has `elections` firings left in this
+//! incarnation; firing it when the node no longer needs an election does nothing (a heartbeat
+//! came first). So an election timeout only fires where Raft's failure detector would fire it,
+//! and every run is finite. A crash of node `c` is told to every live node as a client event
+//! `crashed {node}` (the failure detector); a reboot as `rebooted {node}`, on which the leader
+//! fails what it had in flight to that node (lost with its old incarnation) and sends a
+//! heartbeat, and any node fails its in-flight requests to it.
+//!
+//! # Client writes
+//! `writes = [{ to = 0, value = 1 }]`: a client event `write {value}` at node `to`. A leader
+//! proposes it; another node keeps it queued and hands it to the leader it learns of (a
+//! `forward` message), like a client that retries.
+
+pub mod properties;
+
+/// The sets file of both Raft systems (their nodes report the same variables and receive the
+/// same events).
+pub const SETS: &str = include_str!("../sets.json");
+
+use flymc_model::{NodeId, Symmetry, TargetError, Workload};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The openraft node program.
+pub const OPENRAFT_PROGRAM: &str = "flymc-raft-node";
+/// The async-raft 0.6.1 node program.
+pub const ASYNCRAFT_PROGRAM: &str = "flymc-asyncraft-node";
+
+/// State variables that hold node ids.
+pub const NODE_REF_VARS: &[&str] = &["voted_for", "leader", "down"];
+/// Event fields that hold node ids.
+pub const NODE_REF_FIELDS: &[&str] = &["node", "from_node"];
+
+/// Every event name a node can receive.
+pub const MESSAGE_KINDS: &[&str] = &[
+    "vote",
+    "vote-reply",
+    "append",
+    "append-reply",
+    "snapshot",
+    "snapshot-reply",
+    "forward",
+    "elect",
+    "write",
+    "crashed",
+    "rebooted",
+];
+
+const PARAMS: &[&str] = &[
+    "election_timers",
+    "elections",
+    "writes",
+    "settle_timeout_ms",
+];
+
+/// A client write of the workload.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Write {
+    pub to: NodeId,
+    pub value: u64,
+}
+
+/// The workload parameters of both Raft systems.
+///
+/// ```toml
+/// [params]
+/// election_timers = [0]    # nodes whose election timer is armed at the start (default: all)
+/// elections = 2           # how often a node's election timer may fire per incarnation
+/// writes = [{ to = 0, value = 1 }]   # client writes
+/// settle_timeout_ms = 10000
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Params {
+    pub election_timers: Vec<NodeId>,
+    pub elections: u32,
+    pub writes: Vec<Write>,
+    pub settle_timeout_ms: Option<u64>,
+}
+
+impl Params {
+    pub fn parse(system: &str, w: &Workload) -> Result<Params, TargetError> {
+        let bad = |m: String| TargetError::Workload(format!("{system}: {m}"));
+        if let Some(k) = w.params.keys().find(|k| !PARAMS.contains(&k.as_str())) {
+            return Err(bad(format!(
+                "unknown parameter `{k}`; known: {}",
+                PARAMS.join(", ")
+            )));
+        }
+        if w.nodes < 3 || w.nodes > 7 {
+            return Err(bad(format!(
+                "nodes = {}: a Raft cluster here has 3 to 7 nodes",
+                w.nodes
+            )));
+        }
+        let node = |what: &str, v: &Value| match v.as_u64() {
+            Some(i) if (i as usize) < w.nodes => Ok(i as usize),
+            _ => Err(bad(format!(
+                "{what} must name a node 0..{}, got {v}",
+                w.nodes - 1
+            ))),
+        };
+        let election_timers = match w.params.get("election_timers") {
+            None => (0..w.nodes).collect(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| node("election_timers", v))
+                .collect::<Result<_, _>>()?,
+            Some(v) => {
+                return Err(bad(format!(
+                    "election_timers must be a list of nodes, got {v}"
+                )))
+            }
+        };
+        let elections = match w.params.get("elections") {
+            None => 2,
+            Some(v) => match v.as_u64() {
+                Some(n @ 1..=9) => n as u32,
+                _ => return Err(bad(format!("elections must be 1..9, got {v}"))),
+            },
+        };
+        let mut writes = Vec::new();
+        match w.params.get("writes") {
+            None => {}
+            Some(Value::Array(a)) => {
+                for v in a {
+                    let to = node("a write's `to`", v.get("to").unwrap_or(&Value::Null))?;
+                    let value = v
+                        .get("value")
+                        .and_then(Value::as_u64)
+                        .ok_or_else(|| bad(format!("a write needs `value = <number>`, got {v}")))?;
+                    if let Some(k) = v
+                        .as_object()
+                        .and_then(|o| o.keys().find(|k| *k != "to" && *k != "value"))
+                    {
+                        return Err(bad(format!("a write has `to` and `value`, not `{k}`")));
+                    }
+                    writes.push(Write { to, value });
+                }
+            }
+            Some(v) => {
+                return Err(bad(format!(
+                    "writes must be a list of {{ to, value }}, got {v}"
+                )))
+            }
+        }
+        let settle_timeout_ms = w.params.get("settle_timeout_ms").and_then(Value::as_u64);
+        Ok(Params {
+            election_timers,
+            elections,
+            writes,
+            settle_timeout_ms,
+        })
+    }
+
+    /// The node program's arguments.
+    pub fn args(&self) -> Vec<String> {
+        let mut a = vec!["--elections".to_string(), self.elections.to_string()];
+        for t in &self.election_timers {
+            a.extend(["--election-timer".to_string(), t.to_string()]);
+        }
+        a
+    }
+}
+
+/// Nodes are interchangeable in Raft (no rule depends on a node's id); the workload's crash
+/// nodes and the others form two roles, since only the first may crash.
+pub fn symmetry(w: &Workload) -> Symmetry {
+    let crashable: Vec<NodeId> = (0..w.nodes)
+        .filter(|n| w.crashes == 0 || w.crash_nodes.contains(n))
+        .collect();
+    let rest: Vec<NodeId> = (0..w.nodes).filter(|n| !crashable.contains(n)).collect();
+    let groups = [crashable, rest]
+        .into_iter()
+        .filter(|g| g.len() > 1)
+        .collect();
+    Symmetry {
+        groups,
+        ..Symmetry::none()
+    }
+    .with_refs(NODE_REF_VARS, NODE_REF_FIELDS)
+}
+
+/// A log entry as nodes report it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub term: u64,
+    /// The written number, `null` for a blank entry, `"config"` for a membership entry.
+    pub value: Value,
+}
+
+impl std::fmt::Display for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.value {
+            Value::Null => write!(f, "blank@t{}", self.term),
+            Value::String(s) => write!(f, "{s}@t{}", self.term),
+            v => write!(f, "{v}@t{}", self.term),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Follower,
+    Candidate,
+    Leader,
+    Learner,
+}
+
+/// The part of a node's reported state the properties read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NodeView {
+    pub term: u64,
+    pub voted_for: Option<NodeId>,
+    pub role: Role,
+    pub leader: Option<NodeId>,
+    pub log: Vec<Entry>,
+    pub commit: u64,
+    pub applied: Vec<Entry>,
+}

@@ -1,0 +1,179 @@
+//! Real Raft clusters under flymc: openraft (`raft`) and async-raft 0.6.1 (`raft-asyncraft`)
+//! node processes driven through the event server. Every test has its own server on a free
+//! port and its own run directories, so they run in parallel; nothing here sleeps to
+//! synchronise.
+
+use std::path::Path;
+
+use flymc::cluster::raft::{Flavor, RaftSystem};
+use flymc::executor::{Ending, Run};
+use flymc::explore::{explore_with, ExploreConfig};
+use flymc::model::{System, Workload};
+use flymc::pathfile::PathFile;
+use flymc::replay::{replay, ReplayOutcome};
+use flymc::strategy::{self, FlymcOptions, StrategyContext};
+use flymc::systems;
+use serde_json::{json, Value};
+
+const OPENRAFT: &str = env!("CARGO_BIN_EXE_flymc-raft-node");
+const ASYNCRAFT: &str = env!("CARGO_BIN_EXE_flymc-asyncraft-node");
+
+fn openraft() -> RaftSystem {
+    RaftSystem::with_program(Flavor::OpenRaft, OPENRAFT)
+}
+
+fn asyncraft() -> RaftSystem {
+    RaftSystem::with_program(Flavor::AsyncRaft, ASYNCRAFT)
+}
+
+fn shipped(system: &str, name: &str) -> Workload {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../workloads")
+        .join(system)
+        .join(format!("{name}.toml"));
+    Workload::load(&file).expect("shipped workload")
+}
+
+fn explore(
+    system: &dyn System,
+    w: &Workload,
+    name: &str,
+    paths: u64,
+    check_determinism: bool,
+) -> (Vec<Run>, bool, bool) {
+    let sets = systems::load_sets(system, w, None).expect("the raft sets file loads");
+    let ctx = StrategyContext {
+        workload: w,
+        symmetry: system.symmetry(w),
+        seed: 0,
+        bound: 25,
+        sets,
+        flymc: FlymcOptions {
+            symmetry: true,
+            independence: true,
+            parallel_flips: true,
+        },
+    };
+    let mut strat = strategy::build(name, &ctx).unwrap();
+    let cfg = ExploreConfig {
+        max_paths: Some(paths),
+        check_determinism,
+        ..Default::default()
+    };
+    let mut runs = Vec::new();
+    let out = explore_with(system, w, strat.as_mut(), &cfg, &mut |_| {}, &mut |r| {
+        runs.push(r.clone())
+    })
+    .unwrap_or_else(|e| panic!("exploration failed: {e}"));
+    (runs, out.exhausted, out.violation.is_some())
+}
+
+fn leaders(run: &Run) -> Vec<usize> {
+    let last = run.states.last().unwrap();
+    (0..last.nodes.len())
+        .filter(|&i| last.var(i, "role") == Some(&json!("leader")))
+        .collect()
+}
+
+#[test]
+fn flymc_exhausts_openraft_leader_election_and_every_path_elects_one_leader() {
+    let sys = openraft();
+    let w = shipped("raft", "le");
+    let (runs, exhausted, violated) = explore(&sys, &w, "flymc", 400, false);
+    assert!(exhausted, "raft/le is exhausted within 400 paths");
+    assert!(!violated);
+    assert!(runs.len() > 5, "more than a handful of orders");
+    let ended: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.ending == Ending::Quiescent)
+        .collect();
+    assert!(!ended.is_empty());
+    for r in ended {
+        assert_eq!(leaders(r).len(), 1, "one leader at the end");
+        let last = r.states.last().unwrap();
+        let log = last.var(0, "log").and_then(Value::as_array).unwrap();
+        assert!(log.len() >= 2, "membership and the leader's blank entry");
+    }
+    // Every run elected: no node is left in term 0.
+    for r in &runs {
+        let last = r.states.last().unwrap();
+        assert!((0..3).all(|i| last.var(i, "term").and_then(Value::as_i64) >= Some(1)));
+    }
+}
+
+#[test]
+fn openraft_paths_are_deterministic_and_replay() {
+    let sys = openraft();
+    let w = shipped("raft", "update-2");
+    // Every path is run twice and compared state by state.
+    let (runs, _, violated) = explore(&sys, &w, "random", 6, true);
+    assert!(!violated);
+    for (i, r) in runs.iter().enumerate() {
+        let file = PathFile::from_run(&w, "random", 0, i as u64 + 1, r);
+        match replay(&file, &sys, &w).unwrap() {
+            ReplayOutcome::Matched => {}
+            other => panic!("path {} did not replay: {other:?}", i + 1),
+        }
+        // Both writes reach the leader and are applied there.
+        let last = r.states.last().unwrap();
+        let l = leaders(r)[0];
+        let applied: Vec<&Value> = last
+            .var(l, "applied")
+            .and_then(Value::as_array)
+            .unwrap()
+            .iter()
+            .map(|e| &e["value"])
+            .filter(|v| v.is_u64())
+            .collect();
+        assert_eq!(
+            applied.len(),
+            2,
+            "both writes applied at the leader: {last:?}"
+        );
+    }
+}
+
+#[test]
+fn a_crashed_openraft_leader_is_replaced_and_the_rebooted_node_keeps_its_log() {
+    let sys = openraft();
+    let w = shipped("raft", "stale-commit");
+    // dfs tries crashes and reboots of n0 at many points; every run stays safe.
+    let (runs, _, violated) = explore(&sys, &w, "mdpor", 40, false);
+    assert!(!violated, "openraft checks the log match before it commits");
+    let crashed = runs
+        .iter()
+        .filter(|r| r.events().any(|e| e.name == "reboot"))
+        .count();
+    assert!(crashed > 0, "some paths crashed and rebooted n0");
+    // Somewhere n1 or n2 took over as the leader of a later term.
+    assert!(runs.iter().any(|r| {
+        let last = r.states.last().unwrap();
+        leaders(r).iter().any(|&l| l != 0) && last.var(0, "term").and_then(Value::as_i64) >= Some(2)
+    }));
+}
+
+#[test]
+fn asyncraft_elects_a_leader() {
+    let sys = asyncraft();
+    let w = shipped("raft-asyncraft", "le");
+    let (runs, _, violated) = explore(&sys, &w, "flymc", 30, false);
+    assert!(!violated);
+    for r in &runs {
+        assert_eq!(leaders(r).len(), 1, "{:?}", r.event_ids());
+    }
+}
+
+#[test]
+fn bad_raft_workload_parameters_are_refused() {
+    let text = "version = 1\nsystem = \"raft\"\nnodes = 3\nmax_events = 10\n[params]\nelection_timers = [5]\n";
+    let w = Workload::parse(Path::new("bad.toml"), text).unwrap();
+    let err = openraft().target(&w).err().expect("refused").to_string();
+    assert!(
+        err.contains("election_timers must name a node 0..2"),
+        "{err}"
+    );
+    let text = "version = 1\nsystem = \"raft\"\nnodes = 3\nmax_events = 10\n[params]\nspeed = 1\n";
+    let w = Workload::parse(Path::new("bad.toml"), text).unwrap();
+    let err = openraft().target(&w).err().expect("refused").to_string();
+    assert!(err.contains("unknown parameter `speed`"), "{err}");
+}
