@@ -47,6 +47,7 @@ fn explore(
         symmetry: system.symmetry(w),
         seed: 0,
         bound: 25,
+        stateless_dfs: !system.states_are_complete(),
         sets,
         flymc: FlymcOptions {
             symmetry: true,

@@ -254,7 +254,8 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         symmetry: system.symmetry(&workload),
         seed: args.seed,
         bound: args.bound,
-        stateless_dfs: args.stateless,
+        // Expanding a state once is sound only when the reported state decides the future.
+        stateless_dfs: args.stateless || !system.states_are_complete(),
         sets,
         flymc: FlymcOptions {
             symmetry: !args.ablation.no_symmetry,

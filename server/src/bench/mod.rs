@@ -153,7 +153,7 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         symmetry: system.symmetry(&job.workload),
         seed: job.seed,
         bound: cfg.bound,
-        stateless_dfs: false,
+        stateless_dfs: !system.states_are_complete(),
         sets,
         flymc: job.flymc,
     };

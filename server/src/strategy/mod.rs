@@ -28,7 +28,8 @@ pub struct StrategyContext<'a> {
     pub seed: u64,
     /// Depth bound for the bounded strategies (`bdpor`, `brdpor`).
     pub bound: usize,
-    /// `dfs` over the tree of interleavings (the paper's naive baseline) instead of over states.
+    /// `dfs` over the tree of interleavings (the paper's naive baseline) instead of over states;
+    /// forced on for systems whose reported node states are partial (`states_are_complete`).
     pub stateless_dfs: bool,
     /// The system's sets file, for `samc` and `flymc`.
     pub sets: Option<SetsFile>,
