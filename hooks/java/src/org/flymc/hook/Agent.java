@@ -1,0 +1,384 @@
+package org.flymc.hook;
+
+import java.lang.instrument.ClassFileTransformer;
+import java.lang.instrument.Instrumentation;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.security.ProtectionDomain;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+import org.objectweb.asm.ClassReader;
+import org.objectweb.asm.ClassVisitor;
+import org.objectweb.asm.ClassWriter;
+import org.objectweb.asm.MethodVisitor;
+import org.objectweb.asm.Opcodes;
+import org.objectweb.asm.Type;
+import org.objectweb.asm.commons.AdviceAdapter;
+import org.objectweb.asm.commons.Method;
+
+/**
+ * flymc's Java hook: {@code -javaagent:flymc-hook.jar=CONFIG.json}. The configuration (written
+ * by flymc from the integration's hooks.toml) says which classes to instrument and where the
+ * messages, timers, disk writes and state are; this class rewrites those classes as they load
+ * and then speaks the hook protocol (hooks/PROTOCOL.md) for the node.
+ */
+public final class Agent {
+    private Agent() {}
+
+    @SuppressWarnings("unchecked")
+    public static void premain(String args, Instrumentation inst) throws Exception {
+        if (args == null || args.isEmpty()) {
+            throw new IllegalArgumentException("flymc-hook: pass the configuration: -javaagent:flymc-hook.jar=FILE");
+        }
+        Map<String, Object> cfg = (Map<String, Object>) Json.parse(
+            new String(Files.readAllBytes(Paths.get(args)), StandardCharsets.UTF_8));
+        Hook.config = cfg;
+        Hook.points = Point.list(cfg.get("points"));
+        for (Point p : Hook.points) {
+            if (p.kind.equals("record")) {
+                Hook.captures.put(p.name, Hook.recorded);
+            }
+        }
+        for (Object o : (List<Object>) cfg.getOrDefault("ignore_threads", new ArrayList<>())) {
+            Hook.ignoreThreads.add(Pattern.compile(o.toString()));
+        }
+        for (Object o : (List<Object>) cfg.getOrDefault("idle_frames", new ArrayList<>())) {
+            Hook.idleFrames.add(o.toString());
+        }
+        Hook.node = Integer.parseInt(env("FLYMC_NODE"));
+        Hook.nodes = Integer.parseInt(env("FLYMC_NODES"));
+        Hook.incarnation = Integer.parseInt(env("FLYMC_INCARNATION"));
+        Hook.net = new Net(env("FLYMC_SERVER"), env("FLYMC_TOKEN"));
+        List<String> prefixes = new ArrayList<>();
+        for (Object o : (List<Object>) cfg.getOrDefault("instrument", new ArrayList<>())) {
+            prefixes.add(Point.slash(o.toString()));
+        }
+        List<String> skip = new ArrayList<>();
+        for (Object o : (List<Object>) cfg.getOrDefault("skip", new ArrayList<>())) {
+            skip.add(Point.slash(o.toString()));
+        }
+        inst.addTransformer(new Rewriter(prefixes, skip), false);
+
+        Map<String, Object> reg = new LinkedHashMap<>();
+        reg.put("protocol", 1L);
+        reg.put("node", (long) Hook.node);
+        reg.put("incarnation", (long) Hook.incarnation);
+        reg.put("pid", ProcessHandle.current().pid());
+        Hook.net.post("register", reg, false);
+
+        Expr ready = cfg.get("ready_when") != null ? Expr.parse(cfg.get("ready_when").toString()) : null;
+        Expr state = cfg.get("state") != null ? Expr.parse(cfg.get("state").toString()) : null;
+        Thread t = new Thread(() -> run(ready, state), "flymc-dispatch");
+        t.setDaemon(true);
+        t.start();
+    }
+
+    private static String env(String k) {
+        String v = System.getenv(k);
+        if (v == null) {
+            throw new IllegalStateException("flymc-hook: " + k + " is not set; flymc starts nodes with it");
+        }
+        return v;
+    }
+
+    private static Object state(Expr state) {
+        if (state == null) {
+            return new LinkedHashMap<>();
+        }
+        try {
+            return state.eval(new LinkedHashMap<>(Hook.captures));
+        } catch (RuntimeException e) {
+            Hook.log("cannot read the node state: " + e);
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("state_error", e.toString());
+            return m;
+        }
+    }
+
+    private static void done(String id, Expr state) {
+        Map<String, Object> b = Hook.base();
+        b.put("event", id);
+        b.put("state", state(state));
+        Hook.net.post("done", b, false);
+    }
+
+    /** Startup, then the order loop: one enabled event at a time, each until the node rests. */
+    @SuppressWarnings("unchecked")
+    private static void run(Expr ready, Expr state) {
+        try {
+            while (ready != null && !Expr.truth(safe(ready))) {
+                Thread.sleep(5); // startup: poll until the node's main objects exist
+            }
+            Hook.awaitQuiet();
+            done(null, state);
+            long after = 0;
+            while (true) {
+                Map<String, Object> req = Hook.base();
+                req.put("after", after);
+                req.put("wait_ms", 25000L);
+                Map<String, Object> r = Hook.net.post("poll", req, true);
+                for (Object o : (List<Object>) r.get("orders")) {
+                    Map<String, Object> order = (Map<String, Object>) o;
+                    after = Math.max(after, ((Number) order.get("seq")).longValue());
+                    String id = (String) ((Map<String, Object>) order.get("event")).get("id");
+                    Hook.dispatch(order);
+                    Hook.awaitQuiet();
+                    done(id, state);
+                }
+            }
+        } catch (Throwable e) {
+            Hook.log("dispatcher failed: " + e);
+            e.printStackTrace();
+            Runtime.getRuntime().halt(76);
+        }
+    }
+
+    private static Object safe(Expr e) {
+        try {
+            return e.eval(new LinkedHashMap<>(Hook.captures));
+        } catch (RuntimeException x) {
+            return null;
+        }
+    }
+
+    // ---------------------------------------------------------------- bytecode rewriting
+
+    static final String HOOK = "org/flymc/hook/Hook";
+
+    static final class Rewriter implements ClassFileTransformer {
+        final List<String> prefixes, skip;
+
+        Rewriter(List<String> prefixes, List<String> skip) {
+            this.prefixes = prefixes;
+            this.skip = skip;
+        }
+
+        @Override
+        public byte[] transform(ClassLoader loader, String name, Class<?> cls, ProtectionDomain pd, byte[] bytes) {
+            if (name == null || name.startsWith("org/flymc/")) {
+                return null;
+            }
+            boolean match = false;
+            for (String p : prefixes) {
+                match |= name.startsWith(p);
+            }
+            for (String s : skip) {
+                match &= !name.startsWith(s);
+            }
+            if (!match) {
+                return null;
+            }
+            try {
+                ClassReader cr = new ClassReader(bytes);
+                ClassWriter cw = new ClassWriter(cr, ClassWriter.COMPUTE_MAXS);
+                cr.accept(new ClassVisitor(Opcodes.ASM9, cw) {
+                    @Override
+                    public MethodVisitor visitMethod(int acc, String m, String desc, String sig, String[] ex) {
+                        MethodVisitor mv = super.visitMethod(acc, m, desc, sig, ex);
+                        return new Site(mv, acc, m, desc, name);
+                    }
+                }, ClassReader.EXPAND_FRAMES);
+                return cw.toByteArray();
+            } catch (Throwable e) {
+                Hook.log("cannot instrument " + name + ": " + e);
+                return null;
+            }
+        }
+    }
+
+    static final java.util.Set<String> QUEUES = java.util.Set.of(
+        "java/util/concurrent/BlockingQueue", "java/util/concurrent/LinkedBlockingQueue",
+        "java/util/concurrent/ArrayBlockingQueue", "java/util/concurrent/LinkedBlockingDeque",
+        "java/util/concurrent/BlockingDeque", "java/util/concurrent/PriorityBlockingQueue");
+
+    /** Rewrites one method: configured points first, then every blocking call. */
+    static final class Site extends AdviceAdapter {
+        final String cls, meth;
+        final boolean isStatic;
+        final Map<Integer, Integer> seen = new LinkedHashMap<>();
+
+        Site(MethodVisitor mv, int acc, String meth, String desc, String cls) {
+            super(Opcodes.ASM9, mv, acc, meth, desc);
+            this.cls = cls;
+            this.meth = meth;
+            this.isStatic = (acc & Opcodes.ACC_STATIC) != 0;
+        }
+
+        @Override
+        protected void onMethodEnter() {
+            for (Point p : Hook.points) {
+                if ((p.kind.equals("disk") || p.kind.equals("record")) && p.callOwner == null && cls.equals(p.in) && meth.equals(p.method)) {
+                    push(p.id);
+                    if (isStatic) {
+                        visitInsn(ACONST_NULL);
+                    } else {
+                        loadThis();
+                    }
+                    loadArgArray();
+                    invokeStatic(Type.getObjectType(HOOK),
+                        Method.getMethod("void entry(int, Object, Object[])"));
+                }
+            }
+        }
+
+        @Override
+        protected void onMethodExit(int opcode) {
+            if (!meth.equals("<init>") || opcode == ATHROW) {
+                return;
+            }
+            for (Point p : Hook.points) {
+                if (p.kind.equals("capture") && cls.equals(p.in)) {
+                    push(p.id);
+                    loadThis();
+                    invokeStatic(Type.getObjectType(HOOK), Method.getMethod("void capture(int, Object)"));
+                }
+            }
+        }
+
+        @Override
+        public void visitMethodInsn(int op, String owner, String name, String desc, boolean itf) {
+            for (Point p : Hook.points) {
+                if (p.matchesCall(cls, meth, owner, name, desc)) {
+                    int n = seen.merge(p.id, 1, Integer::sum);
+                    if (p.occurrence == 0 || p.occurrence == n) {
+                        rewriteToPoint(p, op, owner, desc);
+                        return;
+                    }
+                }
+            }
+            if (generic(op, owner, name, desc)) {
+                return;
+            }
+            super.visitMethodInsn(op, owner, name, desc, itf);
+        }
+
+        private void hook(String name, String desc) {
+            super.visitMethodInsn(INVOKESTATIC, HOOK, name, desc, false);
+        }
+
+        private boolean generic(int op, String owner, String name, String desc) {
+            if (op == INVOKESTATIC) {
+                if (owner.equals("java/lang/Thread") && name.equals("sleep") && desc.equals("(J)V")) {
+                    hook("sleep", "(J)V");
+                    return true;
+                }
+                if (owner.equals("org/apache/zookeeper/common/Time") && name.equals("currentElapsedTime")
+                    && desc.equals("()J") && clocked()) {
+                    hook("clock", "()J");
+                    return true;
+                }
+                return false;
+            }
+            if (QUEUES.contains(owner)) {
+                String q = "Ljava/util/concurrent/BlockingQueue;";
+                switch (name + desc) {
+                case "take()Ljava/lang/Object;":
+                    hook("qtake", "(" + q + ")Ljava/lang/Object;");
+                    return true;
+                case "poll(JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;":
+                    hook("qpoll", "(" + q + "JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;");
+                    return true;
+                case "offer(Ljava/lang/Object;)Z":
+                    hook("qoffer", "(" + q + "Ljava/lang/Object;)Z");
+                    return true;
+                case "add(Ljava/lang/Object;)Z":
+                    hook("qadd", "(" + q + "Ljava/lang/Object;)Z");
+                    return true;
+                case "put(Ljava/lang/Object;)V":
+                    hook("qput", "(" + q + "Ljava/lang/Object;)V");
+                    return true;
+                default:
+                    return false;
+                }
+            }
+            if (owner.equals("java/util/concurrent/CountDownLatch") && name.equals("await")) {
+                if (desc.equals("()V")) {
+                    hook("lawait", "(Ljava/util/concurrent/CountDownLatch;)V");
+                    return true;
+                }
+                if (desc.equals("(JLjava/util/concurrent/TimeUnit;)Z")) {
+                    hook("lawait", "(Ljava/util/concurrent/CountDownLatch;JLjava/util/concurrent/TimeUnit;)Z");
+                    return true;
+                }
+            }
+            if (op == INVOKEVIRTUAL) {
+                switch (name + desc) {
+                case "wait()V":
+                    hook("owait", "(Ljava/lang/Object;)V");
+                    return true;
+                case "wait(J)V":
+                    hook("owait", "(Ljava/lang/Object;J)V");
+                    return true;
+                case "notify()V":
+                    hook("onotify", "(Ljava/lang/Object;)V");
+                    return true;
+                case "notifyAll()V":
+                    hook("onotifyAll", "(Ljava/lang/Object;)V");
+                    return true;
+                default:
+                    return false;
+                }
+            }
+            return false;
+        }
+
+        private boolean clocked() {
+            Object c = Hook.config.get("clock");
+            if (c instanceof List) {
+                for (Object o : (List<?>) c) {
+                    if (cls.startsWith(Point.slash(o.toString()))) {
+                        return true;
+                    }
+                }
+            }
+            return false;
+        }
+
+        /** Replace the call on the stack by Hook.point(id, receiver, this, args[]). */
+        private void rewriteToPoint(Point p, int op, String owner, String desc) {
+            Type[] args = Type.getArgumentTypes(desc);
+            Type ret = Type.getReturnType(desc);
+            int[] locals = new int[args.length];
+            for (int i = args.length - 1; i >= 0; i--) {
+                locals[i] = newLocal(args[i]);
+                storeLocal(locals[i]);
+            }
+            int recv = -1;
+            if (op != INVOKESTATIC) {
+                recv = newLocal(Type.getType(Object.class));
+                storeLocal(recv);
+            }
+            push(p.id);
+            if (recv >= 0) {
+                loadLocal(recv);
+            } else {
+                visitInsn(ACONST_NULL);
+            }
+            if (isStatic || meth.equals("<init>")) {
+                visitInsn(ACONST_NULL);
+            } else {
+                loadThis();
+            }
+            push(args.length);
+            newArray(Type.getType(Object.class));
+            for (int i = 0; i < args.length; i++) {
+                dup();
+                push(i);
+                loadLocal(locals[i]);
+                box(args[i]);
+                arrayStore(Type.getType(Object.class));
+            }
+            invokeStatic(Type.getObjectType(HOOK), Method.getMethod("Object point(int, Object, Object, Object[])"));
+            if (ret.getSort() == Type.VOID) {
+                pop();
+            } else {
+                unbox(ret);
+            }
+        }
+    }
+}
