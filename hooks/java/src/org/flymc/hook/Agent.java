@@ -111,8 +111,13 @@ public final class Agent {
     @SuppressWarnings("unchecked")
     private static void run(Expr ready, Expr state) {
         try {
+            long t0 = System.nanoTime();
             while (ready != null && !Expr.truth(safe(ready))) {
                 Thread.sleep(5); // startup: poll until the node's main objects exist
+                if (System.nanoTime() - t0 > 5_000_000_000L) {
+                    t0 = System.nanoTime();
+                    Hook.log("not ready yet: " + ready + " (captured: " + Hook.captures.keySet() + ")");
+                }
             }
             Hook.awaitQuiet();
             done(null, state);
@@ -176,11 +181,21 @@ public final class Agent {
             try {
                 ClassReader cr = new ClassReader(bytes);
                 ClassWriter cw = new ClassWriter(cr, ClassWriter.COMPUTE_MAXS);
+                List<Bridge> bridges = new ArrayList<>();
+                boolean itf = (cr.getAccess() & Opcodes.ACC_INTERFACE) != 0;
                 cr.accept(new ClassVisitor(Opcodes.ASM9, cw) {
                     @Override
                     public MethodVisitor visitMethod(int acc, String m, String desc, String sig, String[] ex) {
                         MethodVisitor mv = super.visitMethod(acc, m, desc, sig, ex);
-                        return new Site(mv, acc, m, desc, name);
+                        return new Site(mv, acc, m, desc, name, bridges, itf);
+                    }
+
+                    @Override
+                    public void visitEnd() {
+                        for (Bridge b : bridges) {
+                            b.emit(cv);
+                        }
+                        super.visitEnd();
                     }
                 }, ClassReader.EXPAND_FRAMES);
                 return cw.toByteArray();
@@ -188,6 +203,57 @@ public final class Agent {
                 Hook.log("cannot instrument " + name + ": " + e);
                 return null;
             }
+        }
+    }
+
+    /** A generated static method: (receiver?, args..., this) -> Hook.point(id, receiver, this, args[]). */
+    static final class Bridge {
+        final String name, desc;
+        final int id;
+        final boolean hasRecv;
+        final Type[] args;
+        final Type ret;
+
+        Bridge(String name, String desc, int id, boolean hasRecv, Type[] args, Type ret) {
+            this.name = name;
+            this.desc = desc;
+            this.id = id;
+            this.hasRecv = hasRecv;
+            this.args = args;
+            this.ret = ret;
+        }
+
+        void emit(ClassVisitor cv) {
+            MethodVisitor mv = cv.visitMethod(Opcodes.ACC_PRIVATE | Opcodes.ACC_STATIC | Opcodes.ACC_SYNTHETIC,
+                name, desc, null, null);
+            org.objectweb.asm.commons.GeneratorAdapter g =
+                new org.objectweb.asm.commons.GeneratorAdapter(mv, Opcodes.ACC_PRIVATE | Opcodes.ACC_STATIC, name, desc);
+            g.visitCode();
+            int first = hasRecv ? 1 : 0;
+            g.push(id);
+            if (hasRecv) {
+                g.loadArg(0);
+            } else {
+                g.visitInsn(Opcodes.ACONST_NULL);
+            }
+            g.loadArg(first + args.length);
+            g.push(args.length);
+            g.newArray(Type.getType(Object.class));
+            for (int i = 0; i < args.length; i++) {
+                g.dup();
+                g.push(i);
+                g.loadArg(first + i);
+                g.box(args[i]);
+                g.arrayStore(Type.getType(Object.class));
+            }
+            g.invokeStatic(Type.getObjectType(HOOK), Method.getMethod("Object point(int, Object, Object, Object[])"));
+            if (ret.getSort() == Type.VOID) {
+                g.pop();
+            } else {
+                g.unbox(ret);
+            }
+            g.returnValue();
+            g.endMethod();
         }
     }
 
@@ -202,8 +268,13 @@ public final class Agent {
         final boolean isStatic;
         final Map<Integer, Integer> seen = new LinkedHashMap<>();
 
-        Site(MethodVisitor mv, int acc, String meth, String desc, String cls) {
+        final List<Bridge> bridges;
+        final boolean itf;
+
+        Site(MethodVisitor mv, int acc, String meth, String desc, String cls, List<Bridge> bridges, boolean itf) {
             super(Opcodes.ASM9, mv, acc, meth, desc);
+            this.bridges = bridges;
+            this.itf = itf;
             this.cls = cls;
             this.meth = meth;
             this.isStatic = (acc & Opcodes.ACC_STATIC) != 0;
@@ -242,13 +313,12 @@ public final class Agent {
 
         @Override
         public void visitMethodInsn(int op, String owner, String name, String desc, boolean itf) {
+            // The nth call of this method to the same owner.name(desc), counted once per site.
+            int n = seen.merge((owner + "." + name + desc).hashCode(), 1, Integer::sum);
             for (Point p : Hook.points) {
-                if (p.matchesCall(cls, meth, owner, name, desc)) {
-                    int n = seen.merge(p.id, 1, Integer::sum);
-                    if (p.occurrence == 0 || p.occurrence == n) {
-                        rewriteToPoint(p, op, owner, desc);
-                        return;
-                    }
+                if (p.matchesCall(cls, meth, owner, name, desc) && (p.occurrence == 0 || p.occurrence == n)) {
+                    rewriteToPoint(p, op, owner, desc);
+                    return;
                 }
             }
             if (generic(op, owner, name, desc)) {
@@ -339,46 +409,30 @@ public final class Agent {
             return false;
         }
 
-        /** Replace the call on the stack by Hook.point(id, receiver, this, args[]). */
+        /**
+         * Replace the call by a call of a bridge method generated into this class, which takes
+         * the same stack (receiver, arguments) plus this, and calls Hook.point. A bridge keeps the
+         * rewritten method free of new locals, so its stack map frames stay valid.
+         */
         private void rewriteToPoint(Point p, int op, String owner, String desc) {
             Type[] args = Type.getArgumentTypes(desc);
             Type ret = Type.getReturnType(desc);
-            int[] locals = new int[args.length];
-            for (int i = args.length - 1; i >= 0; i--) {
-                locals[i] = newLocal(args[i]);
-                storeLocal(locals[i]);
-            }
-            int recv = -1;
+            StringBuilder bd = new StringBuilder("(");
             if (op != INVOKESTATIC) {
-                recv = newLocal(Type.getType(Object.class));
-                storeLocal(recv);
+                bd.append(Type.getObjectType(owner).getDescriptor());
             }
-            push(p.id);
-            if (recv >= 0) {
-                loadLocal(recv);
-            } else {
-                visitInsn(ACONST_NULL);
+            for (Type a : args) {
+                bd.append(a.getDescriptor());
             }
+            bd.append("Ljava/lang/Object;)").append(ret.getDescriptor());
             if (isStatic || meth.equals("<init>")) {
                 visitInsn(ACONST_NULL);
             } else {
                 loadThis();
             }
-            push(args.length);
-            newArray(Type.getType(Object.class));
-            for (int i = 0; i < args.length; i++) {
-                dup();
-                push(i);
-                loadLocal(locals[i]);
-                box(args[i]);
-                arrayStore(Type.getType(Object.class));
-            }
-            invokeStatic(Type.getObjectType(HOOK), Method.getMethod("Object point(int, Object, Object, Object[])"));
-            if (ret.getSort() == Type.VOID) {
-                pop();
-            } else {
-                unbox(ret);
-            }
+            String name = "flymc$point$" + bridges.size();
+            bridges.add(new Bridge(name, bd.toString(), p.id, op != INVOKESTATIC, args, ret));
+            super.visitMethodInsn(INVOKESTATIC, cls, name, bd.toString(), itf);
         }
     }
 }

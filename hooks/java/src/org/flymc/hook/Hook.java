@@ -107,7 +107,7 @@ public final class Hook {
 
     private static void wakeOn(Object o) {
         for (Rest r : resting.values()) {
-            if (r.on == o || (r.kind == TIMER && ((Timer) r.on).queue == o)) {
+            if (r.on == o || (r.kind == TIMER && (((Timer) r.on).queue == o || ((Timer) r.on).monitor == o))) {
                 r.woken = true;
                 if (r.kind == TIMER) {
                     Timer t = (Timer) r.on;
@@ -122,11 +122,10 @@ public final class Hook {
 
     // ---------------------------------------------------------------- generic blocking bridges
 
+    // Queues are only asked through their blocking methods here: some (ZooKeeper's
+    // CircularBlockingQueue) do not implement the others.
+
     public static Object qtake(BlockingQueue<Object> q) throws InterruptedException {
-        Object x = q.poll();
-        if (x != null) {
-            return x;
-        }
         enter(QUEUE, q);
         try {
             return q.take();
@@ -136,11 +135,7 @@ public final class Hook {
     }
 
     public static Object qpoll(BlockingQueue<Object> q, long t, TimeUnit u) throws InterruptedException {
-        Object x = q.poll();
-        if (x != null || t <= 0) {
-            return x;
-        }
-        if (u.toMillis(t) < SHORT_MS) {
+        if (t <= 0 || u.toMillis(t) < SHORT_MS) {
             return q.poll(t, u);
         }
         enter(QUEUE, q);
@@ -278,8 +273,7 @@ public final class Hook {
         List<Object> evs = new ArrayList<>();
         evs.add(e);
         body.put("events", evs);
-        Map<String, Object> r = net.post("events", body, false);
-        bump();
+        Map<String, Object> r = call("events", body);
         return (String) ((List<?>) r.get("ids")).get(0);
     }
 
@@ -288,7 +282,21 @@ public final class Hook {
         List<Object> ids = new ArrayList<>();
         ids.add(id);
         body.put("ids", ids);
-        net.post("cancel", body, false);
+        call("cancel", body);
+    }
+
+    /** A request from a node thread: it waits for the answer, but it is busy, not resting. */
+    static Map<String, Object> call(String endpoint, Map<String, Object> body) {
+        Thread me = Thread.currentThread();
+        boolean pin = pinned.add(me);
+        try {
+            return net.post(endpoint, body, false);
+        } finally {
+            if (pin) {
+                pinned.remove(me);
+            }
+            bump();
+        }
     }
 
     static Map<String, Object> base() {
@@ -312,6 +320,8 @@ public final class Hook {
     /** A timer: fires on its order, or is withdrawn when its queue gets an item or its monitor a notify. */
     static final class Timer {
         final BlockingQueue<?> queue;
+        /** For a timer over Object.wait: the monitor whose notify withdraws it. */
+        volatile Object monitor;
         volatile boolean fired;
 
         Timer(BlockingQueue<?> queue) {
@@ -498,7 +508,7 @@ public final class Hook {
     private static Object timer(Point p, Map<String, Object> env, Object recv, Object[] args) throws Throwable {
         BlockingQueue<?> q = recv instanceof BlockingQueue ? (BlockingQueue<?>) recv : null;
         if (q != null) {
-            Object x = q.poll();
+            Object x = q.poll(0, TimeUnit.MILLISECONDS);
             if (x != null) {
                 return x;
             }
@@ -513,8 +523,11 @@ public final class Hook {
         long deadline = vclock.get() + ms;
         String id = report("timeout", p.name(env), node, null, null, null, null);
         Timer t = new Timer(q);
-        timers.put(id, t);
         boolean monitor = q == null && recv != null && p.callName.equals("wait");
+        if (monitor) {
+            t.monitor = recv;
+        }
+        timers.put(id, t);
         Rest r = enter(TIMER, t);
         boolean fired;
         try {
@@ -546,7 +559,7 @@ public final class Hook {
         }
         cancel(id);
         if (q != null) {
-            return q.poll();
+            return q.poll(0, TimeUnit.MILLISECONDS);
         }
         return null;
     }
@@ -806,10 +819,15 @@ public final class Hook {
 
     /** Wait until the node rests: nothing busy twice in a row with no hook activity between. */
     static void awaitQuiet() throws InterruptedException {
+        long start = System.nanoTime(), told = start;
         while (true) {
             long g = gen.get();
             String b = busyThread();
             lastBusy = b;
+            if (b != null && System.nanoTime() - told > 5_000_000_000L) {
+                told = System.nanoTime();
+                log("still busy after " + (told - start) / 1_000_000 + " ms: " + b);
+            }
             if (b == null) {
                 synchronized (changed) {
                     if (gen.get() == g) {
