@@ -433,15 +433,34 @@ public final class Hook {
     public static Object point(int id, Object recv, Object self, Object[] args) throws Throwable {
         Point p = points.get(id);
         Map<String, Object> env = env(recv, self, args);
-        if (p.when != null && !Expr.truth(p.when.eval(env))) {
+        try {
+            if (p.when != null && !Expr.truth(p.when.eval(env))) {
+                return original(p, recv, args);
+            }
+        } catch (RuntimeException e) {
+            // A configuration error must not take the node down: say so, and do what the code did.
+            log("hook point " + p.kind + " " + p.name + " in " + p.in + ": " + e);
             return original(p, recv, args);
         }
         switch (p.kind) {
         case "send": {
-            int to = toNode(p, env);
+            int to = -1;
+            String name = null, channel = null;
+            Object fields = null, payload = null;
+            try {
+                to = toNode(p, env);
+                if (to >= 0 && to < nodes) {
+                    name = p.name(env);
+                    fields = p.fields != null ? p.fields.eval(env) : null;
+                    payload = payloadWithConn(p, env);
+                    channel = p.channel != null ? String.valueOf(p.channel.eval(env)) : null;
+                }
+            } catch (RuntimeException e) {
+                log("hook point send in " + p.in + ": " + e);
+                to = -1;
+            }
             if (to >= 0 && to < nodes) {
-                report("message", p.name(env), to, p.fields != null ? p.fields.eval(env) : null,
-                    payloadWithConn(p, env), p.channel != null ? String.valueOf(p.channel.eval(env)) : null, null);
+                report("message", name, to, fields, payload, channel, null);
             }
             if (p.proceed) {
                 try {
@@ -461,7 +480,16 @@ public final class Hook {
         case "read":
             return read(p, env, recv, args);
         case "close": {
-            Object c = p.conn != null ? p.conn.eval(env) : null;
+            Object c;
+            int closeTo;
+            try {
+                c = p.conn != null ? p.conn.eval(env) : null;
+                closeTo = toNode(p, env);
+            } catch (RuntimeException e) {
+                log("hook point close in " + p.in + ": " + e);
+                c = null;
+                closeTo = -1;
+            }
             if (c != null) {
                 Gate g = gate(String.valueOf(c));
                 String t = g.disconnectTimer;
@@ -470,7 +498,7 @@ public final class Hook {
                     disconnects.remove(t);
                     cancel(t);
                 }
-                int to = toNode(p, env);
+                int to = closeTo;
                 if (to >= 0 && to < nodes && !g.broken) {
                     Map<String, Object> pl = new LinkedHashMap<>();
                     pl.put("conn", String.valueOf(c));
@@ -680,7 +708,10 @@ public final class Hook {
             if (pl instanceof Map && ((Map<?, ?>) pl).get("conn") != null) {
                 Gate g = gate(String.valueOf(((Map<?, ?>) pl).get("conn")));
                 synchronized (g) {
-                    g.mailbox.add(order);
+                    // A packet for a connection this node has closed is lost, as TCP would lose it.
+                    if (!g.broken) {
+                        g.mailbox.add(order);
+                    }
                     g.notifyAll();
                 }
                 return;
@@ -781,7 +812,7 @@ public final class Hook {
         }
         for (Gate g : gates.values()) {
             synchronized (g) {
-                if (!g.mailbox.isEmpty()) {
+                if (!g.mailbox.isEmpty() && !g.broken) {
                     return "a packet waits for its reader";
                 }
             }

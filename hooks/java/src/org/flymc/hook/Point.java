@@ -78,8 +78,9 @@ final class Point {
         return v == null ? null : Expr.parse(v.toString());
     }
 
+    /** The class itself or one of its nested classes (not every class whose name it prefixes). */
     boolean inClass(String cls) {
-        return cls.startsWith(in);
+        return cls.equals(in) || cls.startsWith(in + "$");
     }
 
     boolean matchesCall(String cls, String meth, String owner, String nm, String desc) {
