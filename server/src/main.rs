@@ -148,6 +148,9 @@ struct RunArgs {
     /// Where real nodes run: local processes on 127.0.0.x or Docker containers.
     #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
     backend: String,
+    /// Where the event server listens for real nodes' hooks (default 127.0.0.1, a free port).
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<std::net::SocketAddr>,
     /// Sets file for samc and flymc (default: the one the system ships).
     #[arg(long, value_name = "FILE")]
     sets: Option<PathBuf>,
@@ -250,6 +253,10 @@ fn dispatch(cli: Cli) -> Result<u8> {
 }
 
 fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
+    if let Some(addr) = args.listen {
+        // Real targets read it when they start their event server.
+        std::env::set_var("FLYMC_LISTEN", addr.to_string());
+    }
     let system = systems::find_on(&args.system, &args.backend)?;
     let folder = workloads::folder(folder)?;
     let workload = workloads::load(&folder, system.name(), &args.workload)?;

@@ -17,7 +17,7 @@ pub mod setup;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,6 +35,18 @@ const PARAMS: [&str; 4] = ["variant", "epochs", "settle_timeout_ms", "log"];
 pub const VARIANTS: [&str; 2] = ["3.8.0", "zookeeper-1419"];
 /// Debian's ZooKeeper jar (its manifest names the dependencies).
 pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+
+/// The ZooKeeper jar nodes run: Debian's, or `$FLYMC_ZOOKEEPER_JAR`.
+pub fn zookeeper_jar() -> PathBuf {
+    std::env::var_os("FLYMC_ZOOKEEPER_JAR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(ZOOKEEPER_JAR))
+}
+
+/// The image the docker backend runs: `flymc/zookeeper:3.8.0`, or `$FLYMC_ZOOKEEPER_IMAGE`.
+pub fn image() -> String {
+    std::env::var("FLYMC_ZOOKEEPER_IMAGE").unwrap_or_else(|_| setup::IMAGE.to_string())
+}
 const SLF4J_SIMPLE: &str = "/usr/share/java/slf4j-simple.jar";
 /// ZooKeeper's tick is set so long that no wall-clock timeout of ZooKeeper's own fires during
 /// a run; the timeouts the workloads depend on are flymc timers (hooks.toml).
@@ -210,7 +222,7 @@ pub fn java_args(l: &Launch, p: &ZkParams) -> Vec<String> {
         cp.push(variant_dir(&p.variant).join("classes").display().to_string());
     }
     cp.push(jars.join("flymc-zk.jar").display().to_string());
-    cp.push(ZOOKEEPER_JAR.to_string());
+    cp.push(zookeeper_jar().display().to_string());
     cp.push(SLF4J_SIMPLE.to_string());
     vec![
         "-XX:+UseSerialGC".into(),
@@ -244,8 +256,11 @@ pub fn check_installed(backend: BackendKind, variant: &str) -> Result<(), String
         if which("java").is_none() {
             return Err("Java is missing: install it (apt-get install -y default-jre-headless), then run `flymc setup zookeeper`".into());
         }
-        if !Path::new(ZOOKEEPER_JAR).is_file() {
-            return Err(format!("ZooKeeper is missing ({ZOOKEEPER_JAR}): run `flymc setup zookeeper`"));
+        if !zookeeper_jar().is_file() {
+            return Err(format!(
+                "ZooKeeper is missing ({}): run `flymc setup zookeeper`",
+                zookeeper_jar().display()
+            ));
         }
     }
     for jar in ["flymc-hook.jar", "flymc-zk.jar"] {
@@ -311,7 +326,7 @@ impl ZookeeperSystem {
     fn backend(&self) -> Result<Box<dyn Backend>, TargetError> {
         match self.backend {
             BackendKind::Local => Ok(Box::new(crate::cluster::local::LocalBackend::new())),
-            BackendKind::Docker => crate::cluster::docker::DockerBackend::new(setup::IMAGE)
+            BackendKind::Docker => crate::cluster::docker::DockerBackend::new(&image())
                 .map(|b| Box::new(b) as Box<dyn Backend>)
                 .map_err(|e| TargetError::Other(e.to_string())),
         }
