@@ -88,7 +88,16 @@ fn three_fresh_nodes_elect_a_leader_and_sync_it_through_zab() {
     let d = tmp();
     let ran = flymc_in(
         d.path(),
-        &["run", "--system", "zookeeper", "--workload", "le", "--max-paths", "1", "--save-paths"],
+        &[
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "le",
+            "--max-paths",
+            "1",
+            "--save-paths",
+        ],
     );
     assert_eq!(ran.code, 0, "{}", ran.all());
     assert!(ran.stdout.contains("summary: 1 paths"), "{}", ran.stdout);
@@ -107,7 +116,10 @@ fn three_fresh_nodes_elect_a_leader_and_sync_it_through_zab() {
         "timeout finalize @n2",
         "timeout disk:currentEpoch @n0",
     ] {
-        assert!(names.iter().any(|e| e.starts_with(kind)), "no `{kind}` in {names:?}");
+        assert!(
+            names.iter().any(|e| e.starts_with(kind)),
+            "no `{kind}` in {names:?}"
+        );
     }
 }
 
@@ -117,12 +129,22 @@ fn crashes_and_reboots_are_explored_without_a_false_alarm() {
     let ran = flymc_in(
         d.path(),
         &[
-            "run", "--system", "zookeeper", "--workload", "le-3crash", "--max-paths", "3",
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "le-3crash",
+            "--max-paths",
+            "3",
             "--save-paths",
         ],
     );
     assert_eq!(ran.code, 0, "{}", ran.all());
-    assert!(ran.stdout.contains("no violation within 3 paths"), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("no violation within 3 paths"),
+        "{}",
+        ran.stdout
+    );
     let paths = saved_paths(d.path());
     assert_eq!(paths.len(), 3);
     let faults: Vec<Vec<String>> = paths
@@ -145,18 +167,33 @@ fn zookeeper_1419_never_settles_and_the_path_replays() {
     let d = tmp();
     let ran = flymc_in(
         d.path(),
-        &["run", "--system", "zookeeper", "--workload", "zk-1419", "--max-paths", "3"],
+        &[
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "zk-1419",
+            "--max-paths",
+            "3",
+        ],
     );
     assert_eq!(ran.code, 1, "{}", ran.all());
     assert!(
-        ran.stdout.contains("VIOLATION on path 1: eventually-quorum-follows-leader"),
+        ran.stdout
+            .contains("VIOLATION on path 1: eventually-quorum-follows-leader"),
         "{}",
         ran.stdout
     );
     let file = path_file(&ran, d.path());
     let again = flymc_in(d.path(), &["replay", file.to_str().unwrap()]);
     assert_eq!(again.code, 1, "{}", again.all());
-    assert!(again.stdout.contains("reproduced: eventually-quorum-follows-leader"), "{}", again.stdout);
+    assert!(
+        again
+            .stdout
+            .contains("reproduced: eventually-quorum-follows-leader"),
+        "{}",
+        again.stdout
+    );
 }
 
 #[test]
@@ -165,7 +202,13 @@ fn the_1419_setting_settles_on_unmodified_3_8_0() {
     let ran = flymc_in(
         d.path(),
         &[
-            "run", "--system", "zookeeper", "--workload", "zk-1419-fixed", "--max-paths", "1",
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "zk-1419-fixed",
+            "--max-paths",
+            "1",
             "--save-paths",
         ],
     );
@@ -203,8 +246,16 @@ fn docker_backend_elects_a_leader_in_containers_and_removes_them() {
     let d = tmp();
     let child = Command::new(env!("CARGO_BIN_EXE_flymc"))
         .args([
-            "run", "--system", "zookeeper", "--workload", "le", "--max-paths", "1",
-            "--save-paths", "--backend", "docker",
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "le",
+            "--max-paths",
+            "1",
+            "--save-paths",
+            "--backend",
+            "docker",
         ])
         .current_dir(d.path())
         .env("FLYMC_WORKLOADS", common::workloads())
@@ -230,7 +281,13 @@ fn ctrl_c_leaves_no_container_running() {
     let d = tmp();
     let mut child = Command::new(env!("CARGO_BIN_EXE_flymc"))
         .args([
-            "run", "--system", "zookeeper", "--workload", "le-3crash", "--backend", "docker",
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "le-3crash",
+            "--backend",
+            "docker",
         ])
         .current_dir(d.path())
         .env("FLYMC_WORKLOADS", common::workloads())
@@ -252,18 +309,38 @@ fn ctrl_c_leaves_no_container_running() {
 #[test]
 fn bad_setups_get_a_one_line_fix() {
     let d = tmp();
-    let le = ["run", "--system", "zookeeper", "--workload", "le", "--max-paths", "1"];
+    let le = [
+        "run",
+        "--system",
+        "zookeeper",
+        "--workload",
+        "le",
+        "--max-paths",
+        "1",
+    ];
     let ran = flymc_env(d.path(), &le, &[("PATH", "/nonexistent")]);
     assert_one_line_error(&ran, "Java is missing");
-    let ran = flymc_env(d.path(), &le, &[("FLYMC_ZOOKEEPER_JAR", "/nonexistent/zookeeper.jar")]);
+    let ran = flymc_env(
+        d.path(),
+        &le,
+        &[("FLYMC_ZOOKEEPER_JAR", "/nonexistent/zookeeper.jar")],
+    );
     assert_one_line_error(&ran, "ZooKeeper is missing");
     let ran = flymc_env(d.path(), &le, &[("FLYMC_CACHE", "/nonexistent")]);
     assert_one_line_error(&ran, "run `flymc setup zookeeper`");
     let mut docker = le.to_vec();
     docker.extend(["--backend", "docker"]);
-    let ran = flymc_env(d.path(), &docker, &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")]);
+    let ran = flymc_env(
+        d.path(),
+        &docker,
+        &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")],
+    );
     assert_one_line_error(&ran, "Docker daemon is unreachable");
-    let ran = flymc_env(d.path(), &docker, &[("FLYMC_ZOOKEEPER_IMAGE", "flymc/not-built:0")]);
+    let ran = flymc_env(
+        d.path(),
+        &docker,
+        &[("FLYMC_ZOOKEEPER_IMAGE", "flymc/not-built:0")],
+    );
     assert_one_line_error(&ran, "run `flymc setup zookeeper --docker`");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();

@@ -496,7 +496,8 @@ impl<'a> Executor<'a> {
 fn default_pick(enabled: &[Enabled], asleep: &dyn Fn(&Enabled) -> bool) -> Option<usize> {
     // A crash-point disk write (`disk:<name>`, timer-like in the model) is a write in progress:
     // it completes before timers fire, as on a disk that is not stalled.
-    let disk = |e: &Enabled| e.event.kind == EventKind::Timeout && e.event.name.starts_with("disk:");
+    let disk =
+        |e: &Enabled| e.event.kind == EventKind::Timeout && e.event.name.starts_with("disk:");
     [EventKind::Message, EventKind::Client]
         .iter()
         .find_map(|k| {

@@ -20,13 +20,18 @@ pub fn find_on(name: &str, backend: &str) -> Result<Box<dyn System>, UnknownSyst
         valid: "local, docker".into(),
     })?;
     if name == crate::zookeeper::SYSTEM_NAME {
-        return Ok(Box::new(crate::zookeeper::ZookeeperSystem { backend: kind }));
+        return Ok(Box::new(crate::zookeeper::ZookeeperSystem {
+            backend: kind,
+        }));
     }
     let s = find(name)?;
     if kind == crate::zookeeper::BackendKind::Docker {
         return Err(UnknownSystem {
             name: format!("{name} on the docker backend"),
-            valid: format!("{} (simulated systems run in memory)", crate::zookeeper::SYSTEM_NAME),
+            valid: format!(
+                "{} (simulated systems run in memory)",
+                crate::zookeeper::SYSTEM_NAME
+            ),
         });
     }
     Ok(s)

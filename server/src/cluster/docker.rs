@@ -54,7 +54,8 @@ fn connect(rt: &tokio::runtime::Runtime) -> Result<Docker, ClusterError> {
 
 /// Kill and remove every container this flymc started (Ctrl-C, exit).
 pub fn cleanup_all() {
-    let names: Vec<String> = std::mem::take(&mut *registry().lock().unwrap_or_else(|p| p.into_inner()));
+    let names: Vec<String> =
+        std::mem::take(&mut *registry().lock().unwrap_or_else(|p| p.into_inner()));
     if names.is_empty() {
         return;
     }
@@ -173,7 +174,9 @@ impl Backend for DockerBackend {
             std::process::id(),
             run_dir
                 .file_name()
-                .map(|s| s.to_string_lossy().replace(|c: char| !c.is_ascii_alphanumeric(), ""))
+                .map(|s| s
+                    .to_string_lossy()
+                    .replace(|c: char| !c.is_ascii_alphanumeric(), ""))
                 .unwrap_or_default(),
             slot.node,
             incarnation
@@ -226,7 +229,10 @@ impl Backend for DockerBackend {
                 d.start_container::<String>(&n, None).await
             })
             .map_err(|e| {
-                ClusterError(format!("cannot start node n{}'s container {name}: {e}", slot.node))
+                ClusterError(format!(
+                    "cannot start node n{}'s container {name}: {e}",
+                    slot.node
+                ))
             })?;
         self.containers.insert(slot.node, name.clone());
         // Tell the event server when the container ends by itself.
@@ -241,7 +247,8 @@ impl Backend for DockerBackend {
                     match w.next().await {
                         Some(Ok(r)) => format!("container exit status {}", r.status_code),
                         Some(Err(bollard::errors::Error::DockerContainerWaitError {
-                            code, ..
+                            code,
+                            ..
                         })) => format!("container exit status {code}"),
                         Some(Err(e)) => format!("container ended ({e})"),
                         None => "container ended".to_string(),
@@ -297,7 +304,11 @@ pub fn image_exists(image: &str) -> Result<bool, ClusterError> {
 /// The machine's own Debian mirror and suite (from its apt sources), for debootstrap.
 fn apt_mirror() -> Option<(String, String)> {
     let mut texts = Vec::new();
-    for e in std::fs::read_dir("/etc/apt/sources.list.d").into_iter().flatten().flatten() {
+    for e in std::fs::read_dir("/etc/apt/sources.list.d")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         if e.path().extension().is_some_and(|x| x == "sources") {
             texts.push(std::fs::read_to_string(e.path()).unwrap_or_default());
         }
@@ -323,7 +334,8 @@ fn apt_mirror() -> Option<(String, String)> {
     let list = std::fs::read_to_string("/etc/apt/sources.list").unwrap_or_default();
     list.lines().find_map(|l| {
         let w: Vec<&str> = l.split_whitespace().collect();
-        (w.len() >= 3 && w[0] == "deb" && !w[2].contains('-')).then(|| (w[1].to_string(), w[2].to_string()))
+        (w.len() >= 3 && w[0] == "deb" && !w[2].contains('-'))
+            .then(|| (w[1].to_string(), w[2].to_string()))
     })
 }
 
@@ -344,17 +356,21 @@ pub fn build_image(image: &str, say: &mut dyn FnMut(&str)) -> Result<(), Cluster
             .map(|s| s.success())
             .unwrap_or(false);
         if !ok {
-            return Err(fail("debootstrap is missing: run as root `apt-get install -y debootstrap`".into()));
+            return Err(fail(
+                "debootstrap is missing: run as root `apt-get install -y debootstrap`".into(),
+            ));
         }
     }
-    let (mirror, suite) =
-        apt_mirror().ok_or_else(|| fail("no Debian apt source found to debootstrap from".into()))?;
+    let (mirror, suite) = apt_mirror()
+        .ok_or_else(|| fail("no Debian apt source found to debootstrap from".into()))?;
     let root = tempfile::Builder::new()
         .prefix("flymc-rootfs-")
         .tempdir()
         .map_err(|e| fail(format!("temporary directory: {e}")))?;
     let dir = root.path();
-    say(&format!("debootstrap {suite} from the machine's apt source (a few minutes)"));
+    say(&format!(
+        "debootstrap {suite} from the machine's apt source (a few minutes)"
+    ));
     let sh = |script: &str, what: &str| -> Result<(), ClusterError> {
         let out = Command::new("sh")
             .arg("-c")

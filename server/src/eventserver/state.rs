@@ -412,7 +412,10 @@ impl RunState {
                     return Err(ServerError::new(
                         400,
                         "malformed",
-                        at(format!("`peer` {p} must name a node 0..{} of a timeout", n - 1)),
+                        at(format!(
+                            "`peer` {p} must name a node 0..{} of a timeout",
+                            n - 1
+                        )),
                     ));
                 }
             }
@@ -559,7 +562,9 @@ impl RunState {
             && rec.channel.as_ref().is_none_or(|c| {
                 // Only the oldest undelivered message of a channel.
                 !self.events.values().any(|o| {
-                    o.status == Status::Pending && o.order < rec.order && o.channel.as_ref() == Some(c)
+                    o.status == Status::Pending
+                        && o.order < rec.order
+                        && o.channel.as_ref() == Some(c)
                 })
             })
     }

@@ -10,7 +10,9 @@
 //! - `variant`: `"3.8.0"` (default) or `"zookeeper-1419"` (FastLeaderElection rebuilt with the
 //!   pre-fix `totalOrderPredicate`, first on the class path);
 //! - `epochs`: each node's currentEpoch = acceptedEpoch on disk before the first start;
-//! - `settle_timeout_ms`: how long a node may take to settle before it is a hang (default 20000).
+//! - `settle_timeout_ms`: how long a node may take to settle before it is a hang (default 20000);
+//! - `clients`: client requests, e.g. `[{ to = 2, name = "write" }]` (a znode create through a
+//!   real ZooKeeper client at that node, sent once the node serves).
 
 pub mod properties;
 pub mod setup;
@@ -31,7 +33,7 @@ pub const SYSTEM_NAME: &str = "zookeeper";
 /// Where the hook attaches (turned into the agent's JSON configuration for every run).
 pub const HOOKS_TOML: &str = include_str!("../../../integrations/zookeeper/hooks.toml");
 const SETS: &str = include_str!("../../../integrations/zookeeper/sets.json");
-const PARAMS: [&str; 4] = ["variant", "epochs", "settle_timeout_ms", "log"];
+const PARAMS: [&str; 5] = ["variant", "epochs", "settle_timeout_ms", "log", "clients"];
 pub const VARIANTS: [&str; 2] = ["3.8.0", "zookeeper-1419"];
 /// Debian's ZooKeeper jar (its manifest names the dependencies).
 pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
@@ -74,7 +76,9 @@ pub fn cache_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("FLYMC_CACHE") {
         return PathBuf::from(d);
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
     home.join(".cache").join("flymc")
 }
 
@@ -112,6 +116,7 @@ impl Default for ZookeeperSystem {
 #[derive(Clone, Debug)]
 pub struct ZkParams {
     pub variant: String,
+    pub clients: Vec<crate::real::ClientRequest>,
     pub epochs: Option<Vec<u64>>,
     pub settle: Duration,
     pub log: String,
@@ -120,10 +125,16 @@ pub struct ZkParams {
 pub fn params(w: &Workload) -> Result<ZkParams, TargetError> {
     let bad = |m: String| Err(TargetError::Workload(format!("{SYSTEM_NAME}: {m}")));
     if let Some(k) = w.params.keys().find(|k| !PARAMS.contains(&k.as_str())) {
-        return bad(format!("unknown parameter `{k}`; valid: {}", PARAMS.join(", ")));
+        return bad(format!(
+            "unknown parameter `{k}`; valid: {}",
+            PARAMS.join(", ")
+        ));
     }
     if w.nodes < 1 || w.nodes > 9 {
-        return bad(format!("{} nodes: ZooKeeper ensembles here have 1 to 9", w.nodes));
+        return bad(format!(
+            "{} nodes: ZooKeeper ensembles here have 1 to 9",
+            w.nodes
+        ));
     }
     let variant = w.param_str("variant", "3.8.0").to_string();
     if !VARIANTS.contains(&variant.as_str()) {
@@ -151,8 +162,37 @@ pub fn params(w: &Workload) -> Result<ZkParams, TargetError> {
         }
     };
     let log = w.param_str("log", "warn").to_string();
+    let mut clients = Vec::new();
+    for c in w
+        .params
+        .get("clients")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let to = c
+            .get("to")
+            .and_then(Value::as_u64)
+            .filter(|&t| (t as usize) < w.nodes);
+        let name = c.get("name").and_then(Value::as_str);
+        match (to, name) {
+            (Some(to), Some("write")) => clients.push(crate::real::ClientRequest {
+                to: to as usize,
+                name: "write".into(),
+                fields: serde_json::Map::new(),
+                payload: Value::Null,
+            }),
+            _ => {
+                return bad(format!(
+                    "a client request is {{ to = <node 0..{}>, name = \"write\" }}, got {c}",
+                    w.nodes - 1
+                ))
+            }
+        }
+    }
     Ok(ZkParams {
         variant,
+        clients,
         epochs,
         settle: Duration::from_millis(w.param_u64("settle_timeout_ms", 20_000)),
         log,
@@ -161,8 +201,8 @@ pub fn params(w: &Workload) -> Result<ZkParams, TargetError> {
 
 /// The agent's configuration: hooks.toml as JSON.
 pub fn hook_config_json() -> Result<String, String> {
-    let v: toml::Value =
-        toml::from_str(HOOKS_TOML).map_err(|e| format!("integrations/zookeeper/hooks.toml: {e}"))?;
+    let v: toml::Value = toml::from_str(HOOKS_TOML)
+        .map_err(|e| format!("integrations/zookeeper/hooks.toml: {e}"))?;
     let mut j = serde_json::to_value(&v).map_err(|e| e.to_string())?;
     if let Some(o) = j.as_object_mut() {
         if let Some(p) = o.remove("point") {
@@ -180,12 +220,18 @@ fn free_port(ip: Ipv4Addr) -> std::io::Result<u16> {
 }
 
 /// Everything one node needs on disk before its first start.
-fn prepare_node(l: &Launch, ports: &[(u16, u16)], p: &ZkParams, hook_json: &str) -> std::io::Result<()> {
+fn prepare_node(
+    l: &Launch,
+    ports: &[(u16, u16)],
+    p: &ZkParams,
+    hook_json: &str,
+) -> std::io::Result<()> {
     let slot = l.slot();
     let data = &slot.data_dir;
     let mut cfg = format!(
         "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress={}\n\
-         admin.enableServer=false\n4lw.commands.whitelist=srvr\nreconfigEnabled=false\nstandaloneEnabled=false\n",
+         admin.enableServer=false\n4lw.commands.whitelist=srvr\nreconfigEnabled=false\nstandaloneEnabled=false\n\
+         localSessionsEnabled=true\nlocalSessionsUpgradingEnabled=false\n",
         data.display(),
         slot.addr.port(),
         slot.addr.ip()
@@ -219,7 +265,12 @@ pub fn java_args(l: &Launch, p: &ZkParams) -> Vec<String> {
     let jars = java_dir();
     let mut cp = Vec::new();
     if p.variant != "3.8.0" {
-        cp.push(variant_dir(&p.variant).join("classes").display().to_string());
+        cp.push(
+            variant_dir(&p.variant)
+                .join("classes")
+                .display()
+                .to_string(),
+        );
     }
     cp.push(jars.join("flymc-zk.jar").display().to_string());
     cp.push(zookeeper_jar().display().to_string());
@@ -290,8 +341,13 @@ impl ZookeeperSystem {
         };
         let ports: PortMap = Arc::new(Mutex::new(HashMap::new()));
         let settle = p.settle;
+        let clients = p.clients.clone();
         let cfg = RealConfig::new(SYSTEM_NAME, move |l: &Launch| {
-            let key = l.slots[0].data_dir.parent().map(PathBuf::from).unwrap_or_default();
+            let key = l.slots[0]
+                .data_dir
+                .parent()
+                .map(PathBuf::from)
+                .unwrap_or_default();
             let mine = {
                 let mut m = ports.lock().unwrap_or_else(|e| e.into_inner());
                 m.retain(|k, _| k.exists());
@@ -319,7 +375,8 @@ impl ZookeeperSystem {
             c.args = java_args(l, &p);
             c
         })
-        .settle_timeout(settle);
+        .settle_timeout(settle)
+        .clients(clients);
         Ok(cfg)
     }
 
@@ -357,6 +414,7 @@ pub const MESSAGE_KINDS: &[&str] = &[
     "TRUNC",
     "UPTODATE",
     "CLOSE",
+    "write",
     "fle-poll",
     "finalize",
     "connect-retry",

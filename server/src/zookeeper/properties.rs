@@ -118,7 +118,9 @@ pub fn properties(nodes: usize) -> Vec<Box<dyn Property>> {
                     .and_then(Value::as_array)
                     .and_then(|a| a.first())
                 {
-                    return Err(format!("n{i}: an exception escaped a quorum thread: {first}"));
+                    return Err(format!(
+                        "n{i}: an exception escaped a quorum thread: {first}"
+                    ));
                 }
             }
             Ok(())

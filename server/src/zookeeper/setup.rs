@@ -11,12 +11,30 @@ use super::{java_dir, variant_dir, which, ZOOKEEPER_JAR};
 pub const IMAGE: &str = "flymc/zookeeper:3.8.0";
 
 const HOOK_SOURCES: &[(&str, &str)] = &[
-    ("Agent.java", include_str!("../../../hooks/java/src/org/flymc/hook/Agent.java")),
-    ("Expr.java", include_str!("../../../hooks/java/src/org/flymc/hook/Expr.java")),
-    ("Hook.java", include_str!("../../../hooks/java/src/org/flymc/hook/Hook.java")),
-    ("Json.java", include_str!("../../../hooks/java/src/org/flymc/hook/Json.java")),
-    ("Net.java", include_str!("../../../hooks/java/src/org/flymc/hook/Net.java")),
-    ("Point.java", include_str!("../../../hooks/java/src/org/flymc/hook/Point.java")),
+    (
+        "Agent.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Agent.java"),
+    ),
+    (
+        "Expr.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Expr.java"),
+    ),
+    (
+        "Hook.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Hook.java"),
+    ),
+    (
+        "Json.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Json.java"),
+    ),
+    (
+        "Net.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Net.java"),
+    ),
+    (
+        "Point.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Point.java"),
+    ),
 ];
 const ZK_HELPER: &str = include_str!(
     "../../../integrations/zookeeper/java/org/apache/zookeeper/server/quorum/FlymcZk.java"
@@ -51,7 +69,11 @@ fn run(cmd: &mut Command, what: &str) -> Result<(), SetupError> {
         .map_err(|e| SetupError(format!("{what}: cannot run {:?}: {e}", cmd.get_program())))?;
     if !out.status.success() {
         let text = String::from_utf8_lossy(&out.stderr);
-        let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
         return err(format!("{what} failed ({}): {last}", out.status));
     }
     Ok(())
@@ -133,7 +155,8 @@ pub fn build_jars(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
     let tmp = tempfile::tempdir().map_err(|e| SetupError(format!("temporary directory: {e}")))?;
     let src = tmp.path().join("src/org/flymc/hook");
     let zsrc = tmp.path().join("zsrc/org/apache/zookeeper/server/quorum");
-    std::fs::create_dir_all(&src).and_then(|_| std::fs::create_dir_all(&zsrc))
+    std::fs::create_dir_all(&src)
+        .and_then(|_| std::fs::create_dir_all(&zsrc))
         .map_err(|e| SetupError(e.to_string()))?;
     let mut files = Vec::new();
     for (name, text) in HOOK_SOURCES {
@@ -142,11 +165,19 @@ pub fn build_jars(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
         files.push(f);
     }
     let classes = tmp.path().join("hook");
-    javac(&["-cp", &ASM.join(":")], &files, &classes, "javac (the Java hook)")?;
+    javac(
+        &["-cp", &ASM.join(":")],
+        &files,
+        &classes,
+        "javac (the Java hook)",
+    )?;
     let manifest = tmp.path().join("MANIFEST.MF");
     std::fs::write(
         &manifest,
-        format!("Premain-Class: org.flymc.hook.Agent\nClass-Path: {}\n", ASM.join(" ")),
+        format!(
+            "Premain-Class: org.flymc.hook.Agent\nClass-Path: {}\n",
+            ASM.join(" ")
+        ),
     )
     .map_err(|e| SetupError(e.to_string()))?;
     jar(Some(&manifest), &classes, &out.join("flymc-hook.jar"))?;
@@ -168,8 +199,11 @@ pub fn build_jars(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
 fn enable_deb_src() -> Result<(), SetupError> {
     let dir = Path::new("/etc/apt/sources.list.d");
     let has_src = |text: &str| {
-        text.lines()
-            .any(|l| l.trim_start().starts_with("deb-src") || l.contains("Types: deb-src") || l.contains("Types: deb deb-src"))
+        text.lines().any(|l| {
+            l.trim_start().starts_with("deb-src")
+                || l.contains("Types: deb-src")
+                || l.contains("Types: deb deb-src")
+        })
     };
     let mut deb822 = String::new();
     let mut lists = String::new();
@@ -224,7 +258,9 @@ pub fn build_variant_1419(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
     let tmp = tempfile::tempdir().map_err(|e| SetupError(format!("temporary directory: {e}")))?;
     say("fetching Debian's ZooKeeper source (apt-get source zookeeper)");
     run(
-        Command::new("apt-get").args(["source", "-qq", "zookeeper"]).current_dir(tmp.path()),
+        Command::new("apt-get")
+            .args(["source", "-qq", "zookeeper"])
+            .current_dir(tmp.path()),
         "apt-get source zookeeper",
     )?;
     let src = std::fs::read_dir(tmp.path())
@@ -243,7 +279,15 @@ pub fn build_variant_1419(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
     let patched = tmp.path().join("FastLeaderElection.java");
     std::fs::write(&patched, text.replace(PREDICATE_FIXED, PREDICATE_1419))
         .map_err(|e| SetupError(e.to_string()))?;
-    javac(&["-cp", ZOOKEEPER_JAR], &[patched], &out, "javac (zookeeper-1419)")?;
-    say(&format!("built the zookeeper-1419 variant in {}", out.display()));
+    javac(
+        &["-cp", ZOOKEEPER_JAR],
+        &[patched],
+        &out,
+        "javac (zookeeper-1419)",
+    )?;
+    say(&format!(
+        "built the zookeeper-1419 variant in {}",
+        out.display()
+    ));
     Ok(())
 }

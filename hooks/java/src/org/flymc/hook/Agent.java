@@ -73,8 +73,10 @@ public final class Agent {
 
         Expr ready = cfg.get("ready_when") != null ? Expr.parse(cfg.get("ready_when").toString()) : null;
         Expr state = cfg.get("state") != null ? Expr.parse(cfg.get("state").toString()) : null;
-        Thread t = new Thread(() -> run(ready, state), "flymc-dispatch");
+        Expr afterEvent = cfg.get("after_event") != null ? Expr.parse(cfg.get("after_event").toString()) : null;
+        Thread t = new Thread(() -> run(ready, state, afterEvent), "flymc-dispatch");
         t.setDaemon(true);
+        Hook.agentThreads.add(t);
         t.start();
     }
 
@@ -109,7 +111,7 @@ public final class Agent {
 
     /** Startup, then the order loop: one enabled event at a time, each until the node rests. */
     @SuppressWarnings("unchecked")
-    private static void run(Expr ready, Expr state) {
+    private static void run(Expr ready, Expr state, Expr afterEvent) {
         try {
             long t0 = System.nanoTime();
             while (ready != null && !Expr.truth(safe(ready))) {
@@ -133,6 +135,11 @@ public final class Agent {
                     String id = (String) ((Map<String, Object>) order.get("event")).get("id");
                     Hook.dispatch(order);
                     Hook.awaitQuiet();
+                    // Work the integration does once the node rests (e.g. a client's waiting
+                    // request, sent when the node serves), part of the same event.
+                    while (afterEvent != null && Expr.truth(safe(afterEvent))) {
+                        Hook.awaitQuiet();
+                    }
                     done(id, state);
                 }
             }

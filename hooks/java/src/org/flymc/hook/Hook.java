@@ -781,6 +781,8 @@ public final class Hook {
     // ---------------------------------------------------------------- quiescence
 
     static List<Pattern> ignoreThreads = new ArrayList<>();
+    /** The hook's own threads (threads they start, like a client library's, are not). */
+    static final Set<Thread> agentThreads = ConcurrentHashMap.newKeySet();
     static List<String> idleFrames = new ArrayList<>();
 
     static String busyThread() {
@@ -834,10 +836,10 @@ public final class Hook {
     }
 
     private static boolean ignored(Thread t) {
-        String n = t.getName();
-        if (n.startsWith("flymc-")) {
+        if (agentThreads.contains(t)) {
             return true;
         }
+        String n = t.getName();
         for (Pattern p : ignoreThreads) {
             if (p.matcher(n).find()) {
                 return true;

@@ -35,6 +35,7 @@ final class Net {
             .executor(Executors.newCachedThreadPool(r -> {
                 Thread t = new Thread(r, name + "-" + n.incrementAndGet());
                 t.setDaemon(true);
+                Hook.agentThreads.add(t);
                 return t;
             }))
             .build();

@@ -10,6 +10,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
 
+import org.apache.zookeeper.AsyncCallback;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.Stat;
+import org.apache.zookeeper.server.DataTree;
+import org.apache.zookeeper.server.ZooKeeperServer;
 import org.apache.zookeeper.server.quorum.QuorumPeer.ServerState;
 
 /**
@@ -25,6 +32,70 @@ public final class FlymcZk {
 
     public static long node(long sid) {
         return sid - 1;
+    }
+
+    // ---------------------------------------------------------------- client writes
+
+    /** Zxids of writes this node's client saw acknowledged, in order. */
+    static final List<Long> acked = java.util.Collections.synchronizedList(new ArrayList<>());
+    /** Writes the workload sent here while the node did not serve yet (a client retries). */
+    static final List<Object> pendingWrites = java.util.Collections.synchronizedList(new ArrayList<>());
+    static ZooKeeper client;
+    static int written;
+
+    /** A client request of the workload: a create through a real ZooKeeper client. */
+    public static void clientWrite(QuorumPeer peer, Object fields) {
+        pendingWrites.add(fields);
+        flushClients(peer);
+    }
+
+    /** Send the waiting writes once the node serves; true when it sent something. */
+    public static boolean flushClients(QuorumPeer peer) {
+        if (pendingWrites.isEmpty() || peer == null) {
+            return false;
+        }
+        ZooKeeperServer zks = peer.getActiveServer();
+        if (zks == null || !zks.isRunning() || peer.getZabState() != QuorumPeer.ZabState.BROADCAST) {
+            return false;
+        }
+        try {
+            if (client == null) {
+                java.net.InetSocketAddress a = peer.getClientAddress();
+                client = new ZooKeeper(a.getHostString() + ":" + a.getPort(), 100_000_000, e -> { });
+            }
+            AsyncCallback.Create2Callback done = (rc, path, ctx, name, stat) -> {
+                if (rc == 0 && stat != null) {
+                    acked.add(stat.getCzxid());
+                }
+            };
+            for (Object f : new ArrayList<>(pendingWrites)) {
+                client.create("/flymc-" + (written++), String.valueOf(f).getBytes(StandardCharsets.UTF_8),
+                    ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT, done, null);
+            }
+            pendingWrites.clear();
+            return true;
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
+    /** Zxids of the workload's writes in this node's data tree. */
+    static List<Long> treeZxids(QuorumPeer peer) {
+        List<Long> out = new ArrayList<>();
+        try {
+            DataTree dt = peer.getZkDb().getDataTree();
+            java.util.Set<String> kids = dt.getNode("/").getChildren();
+            for (String k : new TreeSet<>(kids)) {
+                if (k.startsWith("flymc-")) {
+                    Stat st = dt.statNode("/" + k, null);
+                    out.add(st.getCzxid());
+                }
+            }
+        } catch (Exception e) {
+            // no tree yet
+        }
+        java.util.Collections.sort(out);
+        return out;
     }
 
     /** The node of a learner handler's peer, once its FOLLOWERINFO told the sid. */
@@ -225,6 +296,9 @@ public final class FlymcZk {
         s.put("leader", leaderNode);
         s.put("established", established);
         s.put("uncaught", uncaught);
+        s.put("acked", new ArrayList<>(acked));
+        s.put("log", treeZxids(peer));
+        s.put("pendingWrites", (long) pendingWrites.size());
         return s;
     }
 }
