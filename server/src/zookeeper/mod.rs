@@ -52,7 +52,7 @@ pub fn image() -> String {
 const SLF4J_SIMPLE: &str = "/usr/share/java/slf4j-simple.jar";
 /// ZooKeeper's tick is set so long that no wall-clock timeout of ZooKeeper's own fires during
 /// a run; the timeouts the workloads depend on are flymc timers (hooks.toml).
-const TICK_MS: u64 = 100_000;
+const TICK_MS: u64 = 10_000_000;
 
 /// Where to run the nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -418,6 +418,7 @@ pub const MESSAGE_KINDS: &[&str] = &[
     "fle-poll",
     "finalize",
     "connect-retry",
+    "tick",
     "epoch-wait",
     "ackepoch-wait",
     "newleader-wait",

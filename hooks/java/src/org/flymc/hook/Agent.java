@@ -306,7 +306,21 @@ public final class Agent {
 
         @Override
         protected void onMethodExit(int opcode) {
-            if (!meth.equals("<init>") || opcode == ATHROW) {
+            if (opcode == ATHROW) {
+                return;
+            }
+            for (Point p : Hook.points) {
+                if (p.kind.equals("wake") && cls.equals(p.in) && meth.equals(p.method)) {
+                    push(p.id);
+                    if (isStatic) {
+                        visitInsn(ACONST_NULL);
+                    } else {
+                        loadThis();
+                    }
+                    invokeStatic(Type.getObjectType(HOOK), Method.getMethod("void exit(int, Object)"));
+                }
+            }
+            if (!meth.equals("<init>")) {
                 return;
             }
             for (Point p : Hook.points) {

@@ -667,6 +667,25 @@ public final class Hook {
         }
     }
 
+    /**
+     * Method exit of a `wake` point: notify the monitor its expression names, so a thread
+     * waiting there re-checks a condition that changed (a timer's `when`). Waits may wake
+     * spuriously, so this never changes what the code can do.
+     */
+    public static void exit(int id, Object self) {
+        Point p = points.get(id);
+        try {
+            Object o = p.action.eval(env(null, self, new Object[0]));
+            if (o != null) {
+                synchronized (o) {
+                    onotifyAll(o);
+                }
+            }
+        } catch (RuntimeException e) {
+            log("hook point wake in " + p.in + ": " + e);
+        }
+    }
+
     /** Constructor exit of a captured class. */
     public static void capture(int id, Object self) {
         captures.put(points.get(id).name, self);

@@ -158,6 +158,22 @@ public final class FlymcZk {
         return f;
     }
 
+    /**
+     * Has the leader lost the quorum of synced followers its tick checks for? Only then does its
+     * tick (a flymc timer) matter: it pings and, on the second tick, steps down.
+     */
+    public static boolean quorumLost(Leader l) {
+        QuorumPeer self = l.self;
+        java.util.Set<Long> synced = new java.util.HashSet<>();
+        synced.add(self.getId());
+        for (LearnerHandler h : l.getLearners()) {
+            if (h.synced() && h.getSid() != 0) {
+                synced.add(h.getSid());
+            }
+        }
+        return !self.getQuorumVerifier().containsQuorum(synced);
+    }
+
     /** The learner's leader, as a node index (null while unknown). */
     public static Object leaderNode(QuorumPeer peer) {
         Vote v = peer.getCurrentVote();
