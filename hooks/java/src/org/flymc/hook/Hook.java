@@ -374,7 +374,8 @@ public final class Hook {
     static Object original(Point p, Object recv, Object[] args) throws Throwable {
         Method m = ORIGINALS.get(p.id);
         if (m == null) {
-            Class<?> owner = Class.forName(p.callOwner.replace('/', '.'), false, loader(recv));
+            Class<?> owner = p.callOwner.equals("*") && recv != null ? recv.getClass()
+                : Class.forName(p.callOwner.replace('/', '.'), false, loader(recv));
             org.objectweb.asm.Type[] at = org.objectweb.asm.Type.getArgumentTypes(p.callDesc);
             Class<?>[] pt = new Class<?>[at.length];
             for (int i = 0; i < at.length; i++) {
