@@ -805,9 +805,24 @@ public final class Hook {
     static final Set<Thread> agentThreads = ConcurrentHashMap.newKeySet();
     static List<String> idleFrames = new ArrayList<>();
 
+    private static ThreadGroup root;
+
+    /** Every live thread, without stopping the JVM to walk their stacks. */
+    private static Thread[] threads() {
+        if (root == null) {
+            ThreadGroup g = Thread.currentThread().getThreadGroup();
+            while (g.getParent() != null) {
+                g = g.getParent();
+            }
+            root = g;
+        }
+        Thread[] all = new Thread[root.activeCount() + 16];
+        int n = root.enumerate(all, true);
+        return java.util.Arrays.copyOf(all, n);
+    }
+
     static String busyThread() {
-        for (Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet()) {
-            Thread t = e.getKey();
+        for (Thread t : threads()) {
             if (t == Thread.currentThread() || ignored(t)) {
                 continue;
             }
@@ -826,10 +841,11 @@ public final class Hook {
                 || st == Thread.State.NEW) {
                 continue;
             }
-            if (st == Thread.State.RUNNABLE && idle(e.getValue())) {
+            // Only a running thread's stack is looked at (it may be waiting in the network).
+            StackTraceElement[] s = st == Thread.State.RUNNABLE ? t.getStackTrace() : new StackTraceElement[0];
+            if (st == Thread.State.RUNNABLE && idle(s)) {
                 continue;
             }
-            StackTraceElement[] s = e.getValue();
             return t.getName() + " " + st + (s.length > 0 ? " at " + s[0] : "");
         }
         for (Gate g : gates.values()) {
