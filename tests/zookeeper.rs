@@ -14,6 +14,13 @@ use std::time::{Duration, Instant};
 use common::{assert_one_line_error, flymc_in, path_file, Ran};
 use serde_json::Value;
 
+/// One real cluster at a time: three JVMs per test on a 2-core machine are plenty, and a
+/// starved node would read as a hang.
+fn one_cluster() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temporary directory")
 }
@@ -85,6 +92,7 @@ fn assert_established_ensemble(path: &Value) {
 
 #[test]
 fn three_fresh_nodes_elect_a_leader_and_sync_it_through_zab() {
+    let _one = one_cluster();
     let d = tmp();
     let ran = flymc_in(
         d.path(),
@@ -125,6 +133,7 @@ fn three_fresh_nodes_elect_a_leader_and_sync_it_through_zab() {
 
 #[test]
 fn crashes_and_reboots_are_explored_without_a_false_alarm() {
+    let _one = one_cluster();
     let d = tmp();
     let ran = flymc_in(
         d.path(),
@@ -164,6 +173,7 @@ fn crashes_and_reboots_are_explored_without_a_false_alarm() {
 
 #[test]
 fn zookeeper_1419_never_settles_and_the_path_replays() {
+    let _one = one_cluster();
     let d = tmp();
     let ran = flymc_in(
         d.path(),
@@ -198,6 +208,7 @@ fn zookeeper_1419_never_settles_and_the_path_replays() {
 
 #[test]
 fn the_1419_setting_settles_on_unmodified_3_8_0() {
+    let _one = one_cluster();
     let d = tmp();
     let ran = flymc_in(
         d.path(),
@@ -243,6 +254,7 @@ fn eventually(what: &str, mut ok: impl FnMut() -> bool) {
 
 #[test]
 fn docker_backend_elects_a_leader_in_containers_and_removes_them() {
+    let _one = one_cluster();
     let d = tmp();
     let child = Command::new(env!("CARGO_BIN_EXE_flymc"))
         .args([
@@ -278,6 +290,7 @@ fn docker_backend_elects_a_leader_in_containers_and_removes_them() {
 
 #[test]
 fn ctrl_c_leaves_no_container_running() {
+    let _one = one_cluster();
     let d = tmp();
     let mut child = Command::new(env!("CARGO_BIN_EXE_flymc"))
         .args([

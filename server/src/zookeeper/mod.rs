@@ -10,7 +10,8 @@
 //! - `variant`: `"3.8.0"` (default) or `"zookeeper-1419"` (FastLeaderElection rebuilt with the
 //!   pre-fix `totalOrderPredicate`, first on the class path);
 //! - `epochs`: each node's currentEpoch = acceptedEpoch on disk before the first start;
-//! - `settle_timeout_ms`: how long a node may take to settle before it is a hang (default 20000);
+//! - `settle_timeout_ms`: how long a node may take to settle before it is a hang (default 60000:
+//!   JVMs start slowly on a loaded machine);
 //! - `clients`: client requests, e.g. `[{ to = 2, name = "write" }]` (a znode create through a
 //!   real ZooKeeper client at that node, sent once the node serves).
 
@@ -194,7 +195,7 @@ pub fn params(w: &Workload) -> Result<ZkParams, TargetError> {
         variant,
         clients,
         epochs,
-        settle: Duration::from_millis(w.param_u64("settle_timeout_ms", 20_000)),
+        settle: Duration::from_millis(w.param_u64("settle_timeout_ms", 60_000)),
         log,
     })
 }
