@@ -494,12 +494,22 @@ impl<'a> Executor<'a> {
 /// system is quiet); never a crash or reboot, which stay choices for the strategies. Sleeping
 /// events are passed over.
 fn default_pick(enabled: &[Enabled], asleep: &dyn Fn(&Enabled) -> bool) -> Option<usize> {
-    [EventKind::Message, EventKind::Client, EventKind::Timeout]
+    // A crash-point disk write (`disk:<name>`, timer-like in the model) is a write in progress:
+    // it completes before timers fire, as on a disk that is not stalled.
+    let disk =
+        |e: &Enabled| e.event.kind == EventKind::Timeout && e.event.name.starts_with("disk:");
+    [EventKind::Message, EventKind::Client]
         .iter()
         .find_map(|k| {
             enabled
                 .iter()
                 .position(|e| e.event.kind == *k && !asleep(e))
+        })
+        .or_else(|| enabled.iter().position(|e| disk(e) && !asleep(e)))
+        .or_else(|| {
+            enabled
+                .iter()
+                .position(|e| e.event.kind == EventKind::Timeout && !asleep(e))
         })
 }
 

@@ -20,6 +20,7 @@ pub mod replay;
 pub mod strategy;
 pub mod systems;
 pub mod workloads;
+pub mod zookeeper;
 
 #[cfg(test)]
 mod testkit;

@@ -37,6 +37,9 @@ enum Command {
     Replay {
         /// A path file written by `flymc run`.
         file: PathBuf,
+        /// Where real nodes run: local processes or Docker containers.
+        #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
+        backend: String,
     },
     /// Write a sets file from annotated Java or Rust sources (FlyMC §4.1).
     Analyze(AnalyzeArgs),
@@ -47,6 +50,15 @@ enum Command {
     Bench(BenchArgs),
     /// List the workloads of one system (or of all).
     Workloads { system: Option<String> },
+    /// Install and build what a real system needs (`flymc setup zookeeper [--docker]`).
+    Setup {
+        /// The system to set up.
+        #[arg(value_parser = ["zookeeper"])]
+        system: String,
+        /// Also build the Docker image the docker backend runs (from nothing, no pull).
+        #[arg(long)]
+        docker: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -137,6 +149,12 @@ struct RunArgs {
     /// what the checker did; one file per path).
     #[arg(long)]
     save_paths: bool,
+    /// Where real nodes run: local processes on 127.0.0.x or Docker containers.
+    #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
+    backend: String,
+    /// Where the event server listens for real nodes' hooks (default 127.0.0.1, a free port).
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<std::net::SocketAddr>,
     /// Sets file for samc and flymc (default: the one the system ships).
     #[arg(long, value_name = "FILE")]
     sets: Option<PathBuf>,
@@ -204,7 +222,12 @@ fn dispatch(cli: Cli) -> Result<u8> {
     let folder = cli.workloads.as_deref();
     match cli.command {
         Command::Run(args) => run(args, folder),
-        Command::Replay { file } => replay_cmd(&file, folder),
+        Command::Replay { file, backend } => replay_cmd(&file, folder, &backend),
+        Command::Setup { system: _, docker } => {
+            flymc::zookeeper::setup::setup(docker, &mut |m| println!("setup: {m}"))?;
+            println!("setup: done; try `flymc run --system zookeeper --workload le-3crash`");
+            Ok(0)
+        }
         Command::Bench(args) => bench(args, folder),
         Command::Analyze(args) => analyze(args),
         Command::Systems => {
@@ -240,7 +263,11 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             args.strategy
         );
     }
-    let system = systems::find(&args.system)?;
+    if let Some(addr) = args.listen {
+        // Real targets read it when they start their event server.
+        std::env::set_var("FLYMC_LISTEN", addr.to_string());
+    }
+    let system = systems::find_on(&args.system, &args.backend)?;
     let folder = workloads::folder(folder)?;
     let workload = workloads::load(&folder, system.name(), &args.workload)?;
     let needs_sets = matches!(args.strategy.as_str(), "samc" | "flymc");
@@ -271,11 +298,16 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         ..Default::default()
     };
     println!(
-        "flymc: {} / {} with {} (seed {}){}",
+        "flymc: {} / {} with {} (seed {}){}{}",
         system.name(),
         workload.name,
         args.strategy,
         args.seed,
+        if args.backend == "local" {
+            String::new()
+        } else {
+            format!(", nodes on {}", args.backend)
+        },
         args.max_paths
             .map(|m| format!(", at most {m} paths"))
             .unwrap_or_default()
@@ -443,9 +475,9 @@ fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
     Ok(0)
 }
 
-fn replay_cmd(file: &Path, folder: Option<&Path>) -> Result<u8> {
+fn replay_cmd(file: &Path, folder: Option<&Path>, backend: &str) -> Result<u8> {
     let path = PathFile::load(file)?;
-    let system = systems::find(&path.system)?;
+    let system = systems::find_on(&path.system, backend)?;
     let workload = workload_for(&path, folder)?;
     println!(
         "replaying {} ({} / {}, {} events, recorded by {} path {})",

@@ -78,7 +78,10 @@ impl RealConfig {
             command: Arc::new(command),
             clients: Vec::new(),
             settle_timeout: Duration::from_millis(settle_ms),
-            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            bind: std::env::var("FLYMC_LISTEN")
+                .ok()
+                .and_then(|a| a.parse().ok())
+                .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
             notices: false,
             crash_loses_outbound: false,
         }
@@ -163,7 +166,7 @@ impl RealTarget {
         if self.server.is_none() {
             let s = EventServer::start(self.cfg.bind).map_err(|e| {
                 TargetError::Other(format!(
-                    "cannot start the event server on {}: {e}; pick another address",
+                    "cannot start the event server on {}: {e}; pick another address with --listen",
                     self.cfg.bind
                 ))
             })?;

@@ -12,11 +12,37 @@ pub fn all() -> Vec<Box<dyn System>> {
         Box::new(flymc_zk_le_sim::ZkLeSimSystem),
         Box::new(RaftSystem::new(Flavor::OpenRaft)),
         Box::new(RaftSystem::new(Flavor::AsyncRaft)),
+        Box::new(crate::zookeeper::ZookeeperSystem::default()),
     ]
 }
 
+/// A system by name, its nodes on `backend` (`local` or `docker`; only real systems that run
+/// node programs tell them apart).
+pub fn find_on(name: &str, backend: &str) -> Result<Box<dyn System>, UnknownSystem> {
+    let kind = crate::zookeeper::BackendKind::parse(backend).ok_or_else(|| UnknownSystem {
+        name: format!("backend {backend}"),
+        valid: "local, docker".into(),
+    })?;
+    if name == crate::zookeeper::SYSTEM_NAME {
+        return Ok(Box::new(crate::zookeeper::ZookeeperSystem {
+            backend: kind,
+        }));
+    }
+    let s = find(name)?;
+    if kind == crate::zookeeper::BackendKind::Docker {
+        return Err(UnknownSystem {
+            name: format!("{name} on the docker backend"),
+            valid: format!(
+                "{} (simulated systems run in memory)",
+                crate::zookeeper::SYSTEM_NAME
+            ),
+        });
+    }
+    Ok(s)
+}
+
 #[derive(Debug, thiserror::Error)]
-#[error("unknown system `{name}`; valid systems: {valid}")]
+#[error("unknown system `{name}`; valid: {valid}")]
 pub struct UnknownSystem {
     pub name: String,
     pub valid: String,

@@ -366,6 +366,8 @@ impl Hook {
                         to,
                         fields: o.fields,
                         payload: o.payload,
+                        channel: None,
+                        peer: None,
                     }
                 })
                 .collect();

@@ -135,6 +135,14 @@ pub struct Intercept {
     /// Opaque content handed back verbatim with the enable order (e.g. the serialised message).
     #[serde(default)]
     pub payload: Value,
+    /// Messages of one channel from one sender to one destination are offered in the order
+    /// they were reported, one at a time (a TCP connection). Not part of the identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// For a timeout: the node at the other end of a connection. The timer is offered only once
+    /// the incarnation that node had when it was reported has crashed (noticing a dead peer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<usize>,
 }
 
 /// `POST /v1/events`.

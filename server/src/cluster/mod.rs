@@ -1,9 +1,10 @@
 //! Cluster backends: where node processes run. [`local::LocalBackend`] starts them as local
-//! processes on 127.0.0.x (the default); a Docker backend comes later behind the same
-//! [`Backend`] trait. [`demo`] is the demo system on the hook crate's demo node, [`raft`] the
-//! real Raft clusters.
+//! processes on 127.0.0.x (the default); [`docker::DockerBackend`] runs them as containers
+//! behind the same [`Backend`] trait. [`demo`] is the demo system on the hook crate's demo node,
+//! [`raft`] the real Raft clusters.
 
 pub mod demo;
+pub mod docker;
 pub mod local;
 mod procs;
 pub mod raft;

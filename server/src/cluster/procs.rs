@@ -237,6 +237,7 @@ pub fn cleanup_all() {
         )
     };
     let _ = kill_and_wait(&pids, Duration::from_secs(5));
+    super::docker::cleanup_all();
     for d in dirs {
         let _ = std::fs::remove_dir_all(d);
     }

@@ -70,6 +70,11 @@ struct Record {
     /// Deterministic position among pending events: (generation of the parent, origin, to,
     /// kind, name, seq).
     sort: (u64, usize, NodeId, EventKind, String, u32),
+    /// FIFO channel (sender, destination, name) and the report order within the run.
+    channel: Option<(NodeId, NodeId, String)>,
+    order: u64,
+    /// A peer-failure timer: (peer, the peer's incarnation when it was reported).
+    peer: Option<(NodeId, u32)>,
 }
 
 struct NodeState {
@@ -132,6 +137,8 @@ pub struct RunState {
     /// Generation (index of the enable, crash or reboot) of every action of this run.
     gens: HashMap<EventId, u64>,
     actions: u64,
+    /// Counts reports, for the order of FIFO channels.
+    reports: u64,
     pub stats: ServerStats,
 }
 
@@ -204,6 +211,9 @@ impl RunState {
                     event,
                     wire_kind: Kind::Client,
                     payload: c.payload.clone(),
+                    channel: None,
+                    order: 0,
+                    peer: None,
                     status: if c.to < nodes {
                         Status::Pending
                     } else {
@@ -397,11 +407,25 @@ impl RunState {
                     ));
                 }
             }
+            if let Some(p) = e.peer {
+                if e.kind != Kind::Timeout || p >= n {
+                    return Err(ServerError::new(
+                        400,
+                        "malformed",
+                        at(format!(
+                            "`peer` {p} must name a node 0..{} of a timeout",
+                            n - 1
+                        )),
+                    ));
+                }
+            }
             let late = ready && (parent != front || front.is_none());
-            new.push((event, e.kind, e.payload.clone(), e.seq, late));
+            let channel = e.channel.clone().map(|c| (node, e.to, c));
+            let peer = e.peer.map(|p| (p, self.nodes[p].incarnation));
+            new.push((event, e.kind, e.payload.clone(), e.seq, late, channel, peer));
         }
         let mut ids = Vec::with_capacity(new.len());
-        for (event, wire_kind, payload, seq, late) in new {
+        for (event, wire_kind, payload, seq, late, channel, peer) in new {
             let id = event.id;
             ids.push(w(id));
             if self.events.contains_key(&id) {
@@ -423,6 +447,7 @@ impl RunState {
             if wire_kind == Kind::Disk && alive {
                 self.nodes[node].parked = Some(id);
             }
+            self.reports += 1;
             self.events.insert(
                 id,
                 Record {
@@ -430,6 +455,9 @@ impl RunState {
                     event,
                     wire_kind,
                     payload,
+                    channel,
+                    order: self.reports,
+                    peer,
                     status: if alive {
                         Status::Pending
                     } else {
@@ -527,6 +555,18 @@ impl RunState {
             && self.nodes[rec.event.to]
                 .parked
                 .is_none_or(|p| p == rec.event.id)
+            && rec.peer.is_none_or(|(p, inc)| {
+                let s = &self.nodes[p];
+                !s.alive || s.incarnation != inc
+            })
+            && rec.channel.as_ref().is_none_or(|c| {
+                // Only the oldest undelivered message of a channel.
+                !self.events.values().any(|o| {
+                    o.status == Status::Pending
+                        && o.order < rec.order
+                        && o.channel.as_ref() == Some(c)
+                })
+            })
     }
 
     /// Events the checker may enable, in a deterministic order.
@@ -628,6 +668,7 @@ impl RunState {
                 fields,
                 parent: Some(cause),
             };
+            self.reports += 1;
             self.events.insert(
                 id,
                 Record {
@@ -636,6 +677,10 @@ impl RunState {
                     wire_kind: Kind::Client,
                     payload: Value::Null,
                     status: Status::Pending,
+                    // A notice travels on no message channel and is no peer-failure timer.
+                    channel: None,
+                    order: self.reports,
+                    peer: None,
                 },
             );
         }
@@ -777,6 +822,8 @@ mod tests {
                 to,
                 fields: Map::new(),
                 payload: json!("p"),
+                channel: None,
+                peer: None,
             }],
         })?;
         Ok(m(r.ids[0]))

@@ -1,0 +1,459 @@
+package org.flymc.hook;
+
+import java.lang.instrument.ClassFileTransformer;
+import java.lang.instrument.Instrumentation;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.security.ProtectionDomain;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+import org.objectweb.asm.ClassReader;
+import org.objectweb.asm.ClassVisitor;
+import org.objectweb.asm.ClassWriter;
+import org.objectweb.asm.MethodVisitor;
+import org.objectweb.asm.Opcodes;
+import org.objectweb.asm.Type;
+import org.objectweb.asm.commons.AdviceAdapter;
+import org.objectweb.asm.commons.Method;
+
+/**
+ * flymc's Java hook: {@code -javaagent:flymc-hook.jar=CONFIG.json}. The configuration (written
+ * by flymc from the integration's hooks.toml) says which classes to instrument and where the
+ * messages, timers, disk writes and state are; this class rewrites those classes as they load
+ * and then speaks the hook protocol (hooks/PROTOCOL.md) for the node.
+ */
+public final class Agent {
+    private Agent() {}
+
+    @SuppressWarnings("unchecked")
+    public static void premain(String args, Instrumentation inst) throws Exception {
+        if (args == null || args.isEmpty()) {
+            throw new IllegalArgumentException("flymc-hook: pass the configuration: -javaagent:flymc-hook.jar=FILE");
+        }
+        Map<String, Object> cfg = (Map<String, Object>) Json.parse(
+            new String(Files.readAllBytes(Paths.get(args)), StandardCharsets.UTF_8));
+        Hook.config = cfg;
+        Hook.points = Point.list(cfg.get("points"));
+        for (Point p : Hook.points) {
+            if (p.kind.equals("record")) {
+                Hook.captures.put(p.name, Hook.recorded);
+            }
+        }
+        for (Object o : (List<Object>) cfg.getOrDefault("ignore_threads", new ArrayList<>())) {
+            Hook.ignoreThreads.add(Pattern.compile(o.toString()));
+        }
+        for (Object o : (List<Object>) cfg.getOrDefault("idle_frames", new ArrayList<>())) {
+            Hook.idleFrames.add(o.toString());
+        }
+        Hook.node = Integer.parseInt(env("FLYMC_NODE"));
+        Hook.nodes = Integer.parseInt(env("FLYMC_NODES"));
+        Hook.incarnation = Integer.parseInt(env("FLYMC_INCARNATION"));
+        Hook.net = new Net(env("FLYMC_SERVER"), env("FLYMC_TOKEN"));
+        List<String> prefixes = new ArrayList<>();
+        for (Object o : (List<Object>) cfg.getOrDefault("instrument", new ArrayList<>())) {
+            prefixes.add(Point.slash(o.toString()));
+        }
+        List<String> skip = new ArrayList<>();
+        for (Object o : (List<Object>) cfg.getOrDefault("skip", new ArrayList<>())) {
+            skip.add(Point.slash(o.toString()));
+        }
+        inst.addTransformer(new Rewriter(prefixes, skip), false);
+
+        Map<String, Object> reg = new LinkedHashMap<>();
+        reg.put("protocol", 1L);
+        reg.put("node", (long) Hook.node);
+        reg.put("incarnation", (long) Hook.incarnation);
+        reg.put("pid", ProcessHandle.current().pid());
+        Hook.net.post("register", reg, false);
+
+        Expr ready = cfg.get("ready_when") != null ? Expr.parse(cfg.get("ready_when").toString()) : null;
+        Expr state = cfg.get("state") != null ? Expr.parse(cfg.get("state").toString()) : null;
+        Expr afterEvent = cfg.get("after_event") != null ? Expr.parse(cfg.get("after_event").toString()) : null;
+        Thread t = new Thread(() -> run(ready, state, afterEvent), "flymc-dispatch");
+        t.setDaemon(true);
+        Hook.agentThreads.add(t);
+        t.start();
+    }
+
+    private static String env(String k) {
+        String v = System.getenv(k);
+        if (v == null) {
+            throw new IllegalStateException("flymc-hook: " + k + " is not set; flymc starts nodes with it");
+        }
+        return v;
+    }
+
+    private static Object state(Expr state) {
+        if (state == null) {
+            return new LinkedHashMap<>();
+        }
+        try {
+            return state.eval(new LinkedHashMap<>(Hook.captures));
+        } catch (RuntimeException e) {
+            Hook.log("cannot read the node state: " + e);
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("state_error", e.toString());
+            return m;
+        }
+    }
+
+    private static void done(String id, Expr state) {
+        Map<String, Object> b = Hook.base();
+        b.put("event", id);
+        b.put("state", state(state));
+        Hook.net.post("done", b, false);
+    }
+
+    /** Startup, then the order loop: one enabled event at a time, each until the node rests. */
+    @SuppressWarnings("unchecked")
+    private static void run(Expr ready, Expr state, Expr afterEvent) {
+        try {
+            long t0 = System.nanoTime();
+            while (ready != null && !Expr.truth(safe(ready))) {
+                Thread.sleep(5); // startup: poll until the node's main objects exist
+                if (System.nanoTime() - t0 > 5_000_000_000L) {
+                    t0 = System.nanoTime();
+                    Hook.log("not ready yet: " + ready + " (captured: " + Hook.captures.keySet() + ")");
+                }
+            }
+            Hook.awaitQuiet();
+            done(null, state);
+            long after = 0;
+            while (true) {
+                Map<String, Object> req = Hook.base();
+                req.put("after", after);
+                req.put("wait_ms", 25000L);
+                Map<String, Object> r = Hook.net.post("poll", req, true);
+                for (Object o : (List<Object>) r.get("orders")) {
+                    Map<String, Object> order = (Map<String, Object>) o;
+                    after = Math.max(after, ((Number) order.get("seq")).longValue());
+                    String id = (String) ((Map<String, Object>) order.get("event")).get("id");
+                    Hook.dispatch(order);
+                    Hook.awaitQuiet();
+                    // Work the integration does once the node rests (e.g. a client's waiting
+                    // request, sent when the node serves), part of the same event.
+                    while (afterEvent != null && Expr.truth(safe(afterEvent))) {
+                        Hook.awaitQuiet();
+                    }
+                    done(id, state);
+                }
+            }
+        } catch (Throwable e) {
+            Hook.log("dispatcher failed: " + e);
+            e.printStackTrace();
+            Runtime.getRuntime().halt(76);
+        }
+    }
+
+    private static Object safe(Expr e) {
+        try {
+            return e.eval(new LinkedHashMap<>(Hook.captures));
+        } catch (RuntimeException x) {
+            return null;
+        }
+    }
+
+    // ---------------------------------------------------------------- bytecode rewriting
+
+    static final String HOOK = "org/flymc/hook/Hook";
+
+    static final class Rewriter implements ClassFileTransformer {
+        final List<String> prefixes, skip;
+
+        Rewriter(List<String> prefixes, List<String> skip) {
+            this.prefixes = prefixes;
+            this.skip = skip;
+        }
+
+        @Override
+        public byte[] transform(ClassLoader loader, String name, Class<?> cls, ProtectionDomain pd, byte[] bytes) {
+            if (name == null || name.startsWith("org/flymc/")) {
+                return null;
+            }
+            boolean match = false;
+            for (String p : prefixes) {
+                match |= name.startsWith(p);
+            }
+            for (String s : skip) {
+                match &= !name.startsWith(s);
+            }
+            if (!match) {
+                return null;
+            }
+            try {
+                ClassReader cr = new ClassReader(bytes);
+                ClassWriter cw = new ClassWriter(cr, ClassWriter.COMPUTE_MAXS);
+                List<Bridge> bridges = new ArrayList<>();
+                boolean itf = (cr.getAccess() & Opcodes.ACC_INTERFACE) != 0;
+                cr.accept(new ClassVisitor(Opcodes.ASM9, cw) {
+                    @Override
+                    public MethodVisitor visitMethod(int acc, String m, String desc, String sig, String[] ex) {
+                        MethodVisitor mv = super.visitMethod(acc, m, desc, sig, ex);
+                        return new Site(mv, acc, m, desc, name, bridges, itf);
+                    }
+
+                    @Override
+                    public void visitEnd() {
+                        for (Bridge b : bridges) {
+                            b.emit(cv);
+                        }
+                        super.visitEnd();
+                    }
+                }, ClassReader.EXPAND_FRAMES);
+                return cw.toByteArray();
+            } catch (Throwable e) {
+                Hook.log("cannot instrument " + name + ": " + e);
+                return null;
+            }
+        }
+    }
+
+    /** A generated static method: (receiver?, args..., this) -> Hook.point(id, receiver, this, args[]). */
+    static final class Bridge {
+        final String name, desc;
+        final int id;
+        final boolean hasRecv;
+        final Type[] args;
+        final Type ret;
+
+        Bridge(String name, String desc, int id, boolean hasRecv, Type[] args, Type ret) {
+            this.name = name;
+            this.desc = desc;
+            this.id = id;
+            this.hasRecv = hasRecv;
+            this.args = args;
+            this.ret = ret;
+        }
+
+        void emit(ClassVisitor cv) {
+            MethodVisitor mv = cv.visitMethod(Opcodes.ACC_PRIVATE | Opcodes.ACC_STATIC | Opcodes.ACC_SYNTHETIC,
+                name, desc, null, null);
+            org.objectweb.asm.commons.GeneratorAdapter g =
+                new org.objectweb.asm.commons.GeneratorAdapter(mv, Opcodes.ACC_PRIVATE | Opcodes.ACC_STATIC, name, desc);
+            g.visitCode();
+            int first = hasRecv ? 1 : 0;
+            g.push(id);
+            if (hasRecv) {
+                g.loadArg(0);
+            } else {
+                g.visitInsn(Opcodes.ACONST_NULL);
+            }
+            g.loadArg(first + args.length);
+            g.push(args.length);
+            g.newArray(Type.getType(Object.class));
+            for (int i = 0; i < args.length; i++) {
+                g.dup();
+                g.push(i);
+                g.loadArg(first + i);
+                g.box(args[i]);
+                g.arrayStore(Type.getType(Object.class));
+            }
+            g.invokeStatic(Type.getObjectType(HOOK), Method.getMethod("Object point(int, Object, Object, Object[])"));
+            if (ret.getSort() == Type.VOID) {
+                g.pop();
+            } else {
+                g.unbox(ret);
+            }
+            g.returnValue();
+            g.endMethod();
+        }
+    }
+
+    static final java.util.Set<String> QUEUES = java.util.Set.of(
+        "java/util/concurrent/BlockingQueue", "java/util/concurrent/LinkedBlockingQueue",
+        "java/util/concurrent/ArrayBlockingQueue", "java/util/concurrent/LinkedBlockingDeque",
+        "java/util/concurrent/BlockingDeque", "java/util/concurrent/PriorityBlockingQueue");
+
+    /** Rewrites one method: configured points first, then every blocking call. */
+    static final class Site extends AdviceAdapter {
+        final String cls, meth;
+        final boolean isStatic;
+        final Map<Integer, Integer> seen = new LinkedHashMap<>();
+
+        final List<Bridge> bridges;
+        final boolean itf;
+
+        Site(MethodVisitor mv, int acc, String meth, String desc, String cls, List<Bridge> bridges, boolean itf) {
+            super(Opcodes.ASM9, mv, acc, meth, desc);
+            this.bridges = bridges;
+            this.itf = itf;
+            this.cls = cls;
+            this.meth = meth;
+            this.isStatic = (acc & Opcodes.ACC_STATIC) != 0;
+        }
+
+        @Override
+        protected void onMethodEnter() {
+            for (Point p : Hook.points) {
+                if ((p.kind.equals("disk") || p.kind.equals("record")) && p.callOwner == null && cls.equals(p.in) && meth.equals(p.method)) {
+                    push(p.id);
+                    if (isStatic) {
+                        visitInsn(ACONST_NULL);
+                    } else {
+                        loadThis();
+                    }
+                    loadArgArray();
+                    invokeStatic(Type.getObjectType(HOOK),
+                        Method.getMethod("void entry(int, Object, Object[])"));
+                }
+            }
+        }
+
+        @Override
+        protected void onMethodExit(int opcode) {
+            if (opcode == ATHROW) {
+                return;
+            }
+            for (Point p : Hook.points) {
+                if (p.kind.equals("wake") && cls.equals(p.in) && meth.equals(p.method)) {
+                    push(p.id);
+                    if (isStatic) {
+                        visitInsn(ACONST_NULL);
+                    } else {
+                        loadThis();
+                    }
+                    invokeStatic(Type.getObjectType(HOOK), Method.getMethod("void exit(int, Object)"));
+                }
+            }
+            if (!meth.equals("<init>")) {
+                return;
+            }
+            for (Point p : Hook.points) {
+                if (p.kind.equals("capture") && cls.equals(p.in)) {
+                    push(p.id);
+                    loadThis();
+                    invokeStatic(Type.getObjectType(HOOK), Method.getMethod("void capture(int, Object)"));
+                }
+            }
+        }
+
+        @Override
+        public void visitMethodInsn(int op, String owner, String name, String desc, boolean itf) {
+            // The nth call of this method to the same owner.name(desc), counted once per site.
+            int n = seen.merge((owner + "." + name + desc).hashCode(), 1, Integer::sum);
+            for (Point p : Hook.points) {
+                if (p.matchesCall(cls, meth, owner, name, desc) && (p.occurrence == 0 || p.occurrence == n)) {
+                    rewriteToPoint(p, op, owner, desc);
+                    return;
+                }
+            }
+            if (generic(op, owner, name, desc)) {
+                return;
+            }
+            super.visitMethodInsn(op, owner, name, desc, itf);
+        }
+
+        private void hook(String name, String desc) {
+            super.visitMethodInsn(INVOKESTATIC, HOOK, name, desc, false);
+        }
+
+        private boolean generic(int op, String owner, String name, String desc) {
+            if (op == INVOKESTATIC) {
+                if (owner.equals("java/lang/Thread") && name.equals("sleep") && desc.equals("(J)V")) {
+                    hook("sleep", "(J)V");
+                    return true;
+                }
+                if (owner.equals("org/apache/zookeeper/common/Time") && name.equals("currentElapsedTime")
+                    && desc.equals("()J") && clocked()) {
+                    hook("clock", "()J");
+                    return true;
+                }
+                return false;
+            }
+            if (QUEUES.contains(owner)) {
+                String q = "Ljava/util/concurrent/BlockingQueue;";
+                switch (name + desc) {
+                case "take()Ljava/lang/Object;":
+                    hook("qtake", "(" + q + ")Ljava/lang/Object;");
+                    return true;
+                case "poll(JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;":
+                    hook("qpoll", "(" + q + "JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;");
+                    return true;
+                case "offer(Ljava/lang/Object;)Z":
+                    hook("qoffer", "(" + q + "Ljava/lang/Object;)Z");
+                    return true;
+                case "add(Ljava/lang/Object;)Z":
+                    hook("qadd", "(" + q + "Ljava/lang/Object;)Z");
+                    return true;
+                case "put(Ljava/lang/Object;)V":
+                    hook("qput", "(" + q + "Ljava/lang/Object;)V");
+                    return true;
+                default:
+                    return false;
+                }
+            }
+            if (owner.equals("java/util/concurrent/CountDownLatch") && name.equals("await")) {
+                if (desc.equals("()V")) {
+                    hook("lawait", "(Ljava/util/concurrent/CountDownLatch;)V");
+                    return true;
+                }
+                if (desc.equals("(JLjava/util/concurrent/TimeUnit;)Z")) {
+                    hook("lawait", "(Ljava/util/concurrent/CountDownLatch;JLjava/util/concurrent/TimeUnit;)Z");
+                    return true;
+                }
+            }
+            if (op == INVOKEVIRTUAL) {
+                switch (name + desc) {
+                case "wait()V":
+                    hook("owait", "(Ljava/lang/Object;)V");
+                    return true;
+                case "wait(J)V":
+                    hook("owait", "(Ljava/lang/Object;J)V");
+                    return true;
+                case "notify()V":
+                    hook("onotify", "(Ljava/lang/Object;)V");
+                    return true;
+                case "notifyAll()V":
+                    hook("onotifyAll", "(Ljava/lang/Object;)V");
+                    return true;
+                default:
+                    return false;
+                }
+            }
+            return false;
+        }
+
+        private boolean clocked() {
+            Object c = Hook.config.get("clock");
+            if (c instanceof List) {
+                for (Object o : (List<?>) c) {
+                    if (cls.startsWith(Point.slash(o.toString()))) {
+                        return true;
+                    }
+                }
+            }
+            return false;
+        }
+
+        /**
+         * Replace the call by a call of a bridge method generated into this class, which takes
+         * the same stack (receiver, arguments) plus this, and calls Hook.point. A bridge keeps the
+         * rewritten method free of new locals, so its stack map frames stay valid.
+         */
+        private void rewriteToPoint(Point p, int op, String owner, String desc) {
+            Type[] args = Type.getArgumentTypes(desc);
+            Type ret = Type.getReturnType(desc);
+            StringBuilder bd = new StringBuilder("(");
+            if (op != INVOKESTATIC) {
+                bd.append(Type.getObjectType(owner).getDescriptor());
+            }
+            for (Type a : args) {
+                bd.append(a.getDescriptor());
+            }
+            bd.append("Ljava/lang/Object;)").append(ret.getDescriptor());
+            if (isStatic || meth.equals("<init>")) {
+                visitInsn(ACONST_NULL);
+            } else {
+                loadThis();
+            }
+            String name = "flymc$point$" + bridges.size();
+            bridges.add(new Bridge(name, bd.toString(), p.id, op != INVOKESTATIC, args, ret));
+            super.visitMethodInsn(INVOKESTATIC, cls, name, bd.toString(), itf);
+        }
+    }
+}

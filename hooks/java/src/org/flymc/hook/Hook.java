@@ -1,0 +1,918 @@
+package org.flymc.hook;
+
+import java.io.EOFException;
+import java.lang.reflect.Method;
+import java.net.SocketException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Pattern;
+
+/**
+ * The hook's runtime, called from the rewritten bytecode.
+ *
+ * <p>Two jobs. (1) Configured points report messages, timers, disk writes to flymc and hold
+ * them until flymc enables them. (2) Quiescence: flymc must learn when a node has finished
+ * processing an enabled event, in a JVM with dozens of threads. Every blocking call in the
+ * instrumented classes (queue take/poll, Object.wait, CountDownLatch.await, sleep) goes through
+ * here, so the hook knows which threads rest and whether what they wait for has arrived; the
+ * remaining threads are judged by their state and stack. The node is done when every thread
+ * rests and nothing it waits for is available, twice in a row with no hook activity between.
+ */
+public final class Hook {
+    static Map<String, Object> config;
+    static List<Point> points = new ArrayList<>();
+    static Net net;
+    static int node, nodes, incarnation;
+    static final Map<String, Object> captures = new ConcurrentHashMap<>();
+    /** What `record` points appended (e.g. exceptions that escaped a thread), in order. */
+    static final List<String> recorded = java.util.Collections.synchronizedList(new ArrayList<>());
+    /** The enabled event in progress: the parent of everything reported now (null at startup). */
+    static volatile String current;
+    private static final Map<String, Integer> seqs = new HashMap<>();
+    static final AtomicLong gen = new AtomicLong();
+    private static final Object changed = new Object();
+    /** Virtual clock for the configured clock calls, advanced only by fired timers. */
+    static final AtomicLong vclock = new AtomicLong(1_000_000_000L);
+    /** Waits shorter than this end by themselves: the thread counts as busy. */
+    static final long SHORT_MS = 1000;
+
+    private Hook() {}
+
+    static void log(String s) {
+        System.err.println("flymc-hook n" + node + ": " + s);
+        System.err.flush();
+    }
+
+    // ---------------------------------------------------------------- resting threads
+
+    static final int QUEUE = 0, MONITOR = 1, LATCH = 2, SLEEP = 3, TIMER = 4, GATE = 5, PARK = 6;
+
+    static final class Rest {
+        final int kind;
+        final Object on;
+        volatile boolean woken;
+
+        Rest(int kind, Object on) {
+            this.kind = kind;
+            this.on = on;
+        }
+
+        boolean busy() {
+            if (woken) {
+                return true;
+            }
+            switch (kind) {
+            case QUEUE: return !((BlockingQueue<?>) on).isEmpty();
+            case LATCH: return ((CountDownLatch) on).getCount() == 0;
+            case TIMER: return ((Timer) on).ready();
+            case GATE: return ((Gate) on).ready();
+            case PARK: return ((Mail) on).ready();
+            default: return false;
+            }
+        }
+    }
+
+    static final ConcurrentHashMap<Thread, Rest> resting = new ConcurrentHashMap<>();
+    /** Threads doing hook work that looks idle from outside (a real read of an enabled packet). */
+    static final Set<Thread> pinned = ConcurrentHashMap.newKeySet();
+
+    static Rest enter(int kind, Object on) {
+        Rest r = new Rest(kind, on);
+        resting.put(Thread.currentThread(), r);
+        bump();
+        return r;
+    }
+
+    static void leave() {
+        resting.remove(Thread.currentThread());
+        bump();
+    }
+
+    static void bump() {
+        gen.incrementAndGet();
+        synchronized (changed) {
+            changed.notifyAll();
+        }
+    }
+
+    private static void wakeOn(Object o) {
+        for (Rest r : resting.values()) {
+            if (r.on == o || (r.kind == TIMER && (((Timer) r.on).queue == o || ((Timer) r.on).monitor == o))) {
+                r.woken = true;
+                if (r.kind == TIMER) {
+                    Timer t = (Timer) r.on;
+                    synchronized (t) {
+                        t.notifyAll();
+                    }
+                }
+            }
+        }
+        bump();
+    }
+
+    // ---------------------------------------------------------------- generic blocking bridges
+
+    // Queues are only asked through their blocking methods here: some (ZooKeeper's
+    // CircularBlockingQueue) do not implement the others.
+
+    public static Object qtake(BlockingQueue<Object> q) throws InterruptedException {
+        enter(QUEUE, q);
+        try {
+            return q.take();
+        } finally {
+            leave();
+        }
+    }
+
+    public static Object qpoll(BlockingQueue<Object> q, long t, TimeUnit u) throws InterruptedException {
+        if (t <= 0 || u.toMillis(t) < SHORT_MS) {
+            return q.poll(t, u);
+        }
+        enter(QUEUE, q);
+        try {
+            return q.poll(t, u);
+        } finally {
+            leave();
+        }
+    }
+
+    public static boolean qoffer(BlockingQueue<Object> q, Object x) {
+        boolean ok = q.offer(x);
+        wakeOn(q);
+        return ok;
+    }
+
+    public static boolean qadd(BlockingQueue<Object> q, Object x) {
+        boolean ok = q.add(x);
+        wakeOn(q);
+        return ok;
+    }
+
+    public static void qput(BlockingQueue<Object> q, Object x) throws InterruptedException {
+        q.put(x);
+        wakeOn(q);
+    }
+
+    public static void owait(Object o) throws InterruptedException {
+        enter(MONITOR, o);
+        try {
+            o.wait();
+        } finally {
+            leave();
+        }
+    }
+
+    public static void owait(Object o, long ms) throws InterruptedException {
+        if (ms > 0 && ms < SHORT_MS) {
+            o.wait(ms);
+            return;
+        }
+        enter(MONITOR, o);
+        try {
+            o.wait(ms);
+        } finally {
+            leave();
+        }
+    }
+
+    public static void onotify(Object o) {
+        wakeOn(o);
+        o.notify();
+    }
+
+    public static void onotifyAll(Object o) {
+        wakeOn(o);
+        o.notifyAll();
+    }
+
+    public static void lawait(CountDownLatch l) throws InterruptedException {
+        if (l.getCount() == 0) {
+            return;
+        }
+        enter(LATCH, l);
+        try {
+            l.await();
+        } finally {
+            leave();
+        }
+    }
+
+    public static boolean lawait(CountDownLatch l, long t, TimeUnit u) throws InterruptedException {
+        if (l.getCount() == 0) {
+            return true;
+        }
+        if (u.toMillis(t) < SHORT_MS) {
+            return l.await(t, u);
+        }
+        enter(LATCH, l);
+        try {
+            return l.await(t, u);
+        } finally {
+            leave();
+        }
+    }
+
+    public static void sleep(long ms) throws InterruptedException {
+        if (ms < SHORT_MS) {
+            Thread.sleep(ms);
+            return;
+        }
+        enter(SLEEP, null);
+        try {
+            Thread.sleep(ms);
+        } finally {
+            leave();
+        }
+    }
+
+    public static long clock() {
+        return vclock.get();
+    }
+
+    // ---------------------------------------------------------------- events
+
+    static synchronized int nextSeq(String key) {
+        int s = seqs.getOrDefault(key, 0);
+        seqs.put(key, s + 1);
+        return s;
+    }
+
+    /** Report one event; returns its id. */
+    static String report(String kind, String name, int to, Object fields, Object payload, String channel,
+        Integer peer) {
+        String parent = current;
+        Map<String, Object> e = new LinkedHashMap<>();
+        e.put("parent", parent);
+        e.put("seq", (long) nextSeq(parent + "|" + kind + "|" + name + "|" + to));
+        e.put("kind", kind);
+        e.put("name", name);
+        e.put("to", (long) to);
+        if (fields instanceof Map && !((Map<?, ?>) fields).isEmpty()) {
+            e.put("fields", fields);
+        }
+        if (payload != null) {
+            e.put("payload", payload);
+        }
+        if (channel != null) {
+            e.put("channel", channel);
+        }
+        if (peer != null) {
+            e.put("peer", (long) (int) peer);
+        }
+        Map<String, Object> body = base();
+        List<Object> evs = new ArrayList<>();
+        evs.add(e);
+        body.put("events", evs);
+        Map<String, Object> r = call("events", body);
+        return (String) ((List<?>) r.get("ids")).get(0);
+    }
+
+    static void cancel(String id) {
+        Map<String, Object> body = base();
+        List<Object> ids = new ArrayList<>();
+        ids.add(id);
+        body.put("ids", ids);
+        call("cancel", body);
+    }
+
+    /** A request from a node thread: it waits for the answer, but it is busy, not resting. */
+    static Map<String, Object> call(String endpoint, Map<String, Object> body) {
+        Thread me = Thread.currentThread();
+        boolean pin = pinned.add(me);
+        try {
+            return net.post(endpoint, body, false);
+        } finally {
+            if (pin) {
+                pinned.remove(me);
+            }
+            bump();
+        }
+    }
+
+    static Map<String, Object> base() {
+        Map<String, Object> b = new LinkedHashMap<>();
+        b.put("node", (long) node);
+        b.put("incarnation", (long) incarnation);
+        return b;
+    }
+
+    // ---------------------------------------------------------------- mailboxes for orders
+
+    /** A thread parked for one order (a disk write, a timer). */
+    static final class Mail {
+        volatile Map<String, Object> order;
+
+        boolean ready() {
+            return order != null;
+        }
+    }
+
+    /** A timer: fires on its order, or is withdrawn when its queue gets an item or its monitor a notify. */
+    static final class Timer {
+        final BlockingQueue<?> queue;
+        /** For a timer over Object.wait: the monitor whose notify withdraws it. */
+        volatile Object monitor;
+        volatile boolean fired;
+
+        Timer(BlockingQueue<?> queue) {
+            this.queue = queue;
+        }
+
+        boolean ready() {
+            return fired || (queue != null && !queue.isEmpty());
+        }
+    }
+
+    /** One connection's reader side: orders to deliver the next packet, in channel order. */
+    static final class Gate {
+        final ArrayDeque<Map<String, Object>> mailbox = new ArrayDeque<>();
+        volatile boolean broken;
+        volatile String disconnectTimer;
+
+        synchronized boolean ready() {
+            return broken || !mailbox.isEmpty();
+        }
+    }
+
+    static final Map<String, Mail> parked = new ConcurrentHashMap<>();
+    static final Map<String, Timer> timers = new ConcurrentHashMap<>();
+    static final Map<String, Gate> gates = new ConcurrentHashMap<>();
+    /** Timer id -> the gate it disconnects. */
+    static final Map<String, Gate> disconnects = new ConcurrentHashMap<>();
+
+    static Gate gate(String conn) {
+        return gates.computeIfAbsent(conn, k -> new Gate());
+    }
+
+    // ---------------------------------------------------------------- configured points
+
+    private static final Map<Integer, Method> ORIGINALS = new ConcurrentHashMap<>();
+
+    static Map<String, Object> env(Object recv, Object self, Object[] args) {
+        Map<String, Object> env = new HashMap<>(captures);
+        env.put("this", self);
+        env.put("recv", recv);
+        for (int i = 0; i < args.length; i++) {
+            env.put("arg" + i, args[i]);
+        }
+        env.put("node", (long) node);
+        env.put("nodes", (long) nodes);
+        env.put("event", current);
+        return env;
+    }
+
+    static Object original(Point p, Object recv, Object[] args) throws Throwable {
+        Method m = ORIGINALS.get(p.id);
+        if (m == null) {
+            Class<?> owner = p.callOwner.equals("*") && recv != null ? recv.getClass()
+                : Class.forName(p.callOwner.replace('/', '.'), false, loader(recv));
+            org.objectweb.asm.Type[] at = org.objectweb.asm.Type.getArgumentTypes(p.callDesc);
+            Class<?>[] pt = new Class<?>[at.length];
+            for (int i = 0; i < at.length; i++) {
+                pt[i] = classOf(at[i], loader(recv));
+            }
+            for (Class<?> k = owner; k != null && m == null; k = k.getSuperclass()) {
+                try {
+                    m = k.getDeclaredMethod(p.callName, pt);
+                } catch (NoSuchMethodException e) {
+                    // look further up
+                }
+            }
+            if (m == null) {
+                m = owner.getMethod(p.callName, pt);
+            }
+            m.setAccessible(true);
+            ORIGINALS.put(p.id, m);
+        }
+        try {
+            return m.invoke(recv, args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
+        } finally {
+            if (recv instanceof BlockingQueue) {
+                wakeOn(recv);
+            }
+        }
+    }
+
+    private static ClassLoader loader(Object o) {
+        ClassLoader l = o != null ? o.getClass().getClassLoader() : null;
+        return l != null ? l : ClassLoader.getSystemClassLoader();
+    }
+
+    private static Class<?> classOf(org.objectweb.asm.Type t, ClassLoader l) throws ClassNotFoundException {
+        switch (t.getSort()) {
+        case org.objectweb.asm.Type.BOOLEAN: return boolean.class;
+        case org.objectweb.asm.Type.INT: return int.class;
+        case org.objectweb.asm.Type.LONG: return long.class;
+        case org.objectweb.asm.Type.BYTE: return byte.class;
+        case org.objectweb.asm.Type.SHORT: return short.class;
+        case org.objectweb.asm.Type.CHAR: return char.class;
+        case org.objectweb.asm.Type.FLOAT: return float.class;
+        case org.objectweb.asm.Type.DOUBLE: return double.class;
+        default: return Class.forName(t.getSort() == org.objectweb.asm.Type.ARRAY ? t.getDescriptor().replace('/', '.')
+            : t.getClassName(), false, l);
+        }
+    }
+
+    private static int toNode(Point p, Map<String, Object> env) {
+        Object v = p.to != null ? p.to.eval(env) : null;
+        return v == null ? -1 : (int) Expr.num(v);
+    }
+
+    /** A rewritten call site of a configured point. */
+    public static Object point(int id, Object recv, Object self, Object[] args) throws Throwable {
+        Point p = points.get(id);
+        Map<String, Object> env = env(recv, self, args);
+        try {
+            if (p.when != null && !Expr.truth(p.when.eval(env))) {
+                return original(p, recv, args);
+            }
+        } catch (RuntimeException e) {
+            // A configuration error must not take the node down: say so, and do what the code did.
+            log("hook point " + p.kind + " " + p.name + " in " + p.in + ": " + e);
+            return original(p, recv, args);
+        }
+        switch (p.kind) {
+        case "send": {
+            int to = -1;
+            String name = null, channel = null;
+            Object fields = null, payload = null;
+            try {
+                to = toNode(p, env);
+                if (to >= 0 && to < nodes) {
+                    name = p.name(env);
+                    fields = p.fields != null ? p.fields.eval(env) : null;
+                    payload = payloadWithConn(p, env);
+                    channel = p.channel != null ? String.valueOf(p.channel.eval(env)) : null;
+                }
+            } catch (RuntimeException e) {
+                log("hook point send in " + p.in + ": " + e);
+                to = -1;
+            }
+            if (to >= 0 && to < nodes) {
+                report("message", name, to, fields, payload, channel, null);
+            }
+            if (p.proceed) {
+                try {
+                    return original(p, recv, args);
+                } catch (java.io.IOException e) {
+                    // Real writes never fail here: losing a connection is a disconnect event of the
+                    // reader, so the moment a node notices a dead peer is flymc's choice.
+                    return p.returns != null ? p.returns.eval(env) : null;
+                }
+            }
+            return p.returns != null ? p.returns.eval(env) : null;
+        }
+        case "suppress":
+            return p.returns != null ? p.returns.eval(env) : null;
+        case "timer":
+            return timer(p, env, recv, args);
+        case "read":
+            return read(p, env, recv, args);
+        case "close": {
+            Object c;
+            int closeTo;
+            try {
+                c = p.conn != null ? p.conn.eval(env) : null;
+                closeTo = toNode(p, env);
+            } catch (RuntimeException e) {
+                log("hook point close in " + p.in + ": " + e);
+                c = null;
+                closeTo = -1;
+            }
+            if (c != null) {
+                Gate g = gate(String.valueOf(c));
+                String t = g.disconnectTimer;
+                if (t != null) {
+                    g.disconnectTimer = null;
+                    disconnects.remove(t);
+                    cancel(t);
+                }
+                int to = closeTo;
+                if (to >= 0 && to < nodes && !g.broken) {
+                    Map<String, Object> pl = new LinkedHashMap<>();
+                    pl.put("conn", String.valueOf(c));
+                    pl.put("close", Boolean.TRUE);
+                    report("message", p.name(env) != null ? p.name(env) : "CLOSE", to, null, pl,
+                        String.valueOf(c), null);
+                }
+                g.broken = true;
+            }
+            try {
+                return original(p, recv, args);
+            } catch (java.io.IOException e) {
+                return null;
+            }
+        }
+        default:
+            throw new IllegalStateException("point kind " + p.kind + " cannot be a call site");
+        }
+    }
+
+    private static Object payloadWithConn(Point p, Map<String, Object> env) {
+        Object pl = p.payload != null ? p.payload.eval(env) : null;
+        if (p.conn == null) {
+            return pl;
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("conn", String.valueOf(p.conn.eval(env)));
+        if (pl != null) {
+            m.put("data", pl);
+        }
+        return m;
+    }
+
+    /** A timed wait that is a flymc timer: queue poll, Object.wait(ms) or sleep(ms) at this site. */
+    private static Object timer(Point p, Map<String, Object> env, Object recv, Object[] args) throws Throwable {
+        BlockingQueue<?> q = recv instanceof BlockingQueue ? (BlockingQueue<?>) recv : null;
+        if (q != null) {
+            Object x = q.poll(0, TimeUnit.MILLISECONDS);
+            if (x != null) {
+                return x;
+            }
+        }
+        long ms = 0;
+        if (args.length >= 1 && args[0] instanceof Long) {
+            ms = (Long) args[0];
+            if (args.length >= 2 && args[1] instanceof TimeUnit) {
+                ms = ((TimeUnit) args[1]).toMillis(ms);
+            }
+        }
+        long deadline = vclock.get() + ms;
+        String id = report("timeout", p.name(env), node, null, null, null, null);
+        Timer t = new Timer(q);
+        boolean monitor = q == null && recv != null && p.callName.equals("wait");
+        if (monitor) {
+            t.monitor = recv;
+        }
+        timers.put(id, t);
+        Rest r = enter(TIMER, t);
+        boolean fired;
+        try {
+            if (monitor) {
+                // We hold recv's monitor (Object.wait's contract): a notify ends the wait, and so
+                // does the timer's order, which notifies recv.
+                timerMonitors.put(id, recv);
+                while (!t.fired && !r.woken) {
+                    recv.wait();
+                }
+            } else {
+                synchronized (t) {
+                    while (!t.ready() && !r.woken) {
+                        t.wait(100);
+                    }
+                }
+            }
+            fired = t.fired;
+        } finally {
+            timers.remove(id);
+            timerMonitors.remove(id);
+            leave();
+        }
+        if (fired) {
+            if (p.clock) {
+                vclock.accumulateAndGet(deadline, Math::max);
+            }
+            return q != null ? null : null;
+        }
+        cancel(id);
+        if (q != null) {
+            return q.poll(0, TimeUnit.MILLISECONDS);
+        }
+        return null;
+    }
+
+    static final Map<String, Object> timerMonitors = new ConcurrentHashMap<>();
+
+    /** A read of the next packet on a connection: waits for flymc to enable it, then reads it. */
+    private static Object read(Point p, Map<String, Object> env, Object recv, Object[] args) throws Throwable {
+        String conn = String.valueOf(p.conn.eval(env));
+        Gate g = gate(conn);
+        Object pv = p.peer != null ? p.peer.eval(env) : null;
+        if (pv != null && g.disconnectTimer == null && !g.broken) {
+            int peer = (int) Expr.num(pv);
+            if (peer >= 0 && peer < nodes) {
+                String t = report("timeout", "disconnect", node, null, null, null, peer);
+                g.disconnectTimer = t;
+                disconnects.put(t, g);
+            }
+        }
+        Map<String, Object> order;
+        enter(GATE, g);
+        try {
+            synchronized (g) {
+                while (g.mailbox.isEmpty() && !g.broken) {
+                    g.wait(100);
+                }
+                order = g.mailbox.poll();
+            }
+            pinned.add(Thread.currentThread());
+        } finally {
+            leave();
+        }
+        try {
+            if (order == null) {
+                throw new SocketException("flymc: the connection to the peer is lost");
+            }
+            Object pl = ((Map<?, ?>) order.get("event")).get("payload");
+            if (pl instanceof Map && Boolean.TRUE.equals(((Map<?, ?>) pl).get("close"))) {
+                g.broken = true;
+                throw new EOFException("flymc: the peer closed the connection");
+            }
+            return original(p, recv, args);
+        } finally {
+            pinned.remove(Thread.currentThread());
+            bump();
+        }
+    }
+
+    /** Method entry of a configured point (disk crash points). */
+    public static void entry(int id, Object self, Object[] args) throws Throwable {
+        Point p = points.get(id);
+        Map<String, Object> env = env(null, self, args);
+        if (p.when != null && !Expr.truth(p.when.eval(env))) {
+            return;
+        }
+        if (p.kind.equals("record")) {
+            recorded.add(String.valueOf(p.fields.eval(env)));
+            bump();
+            return;
+        }
+        if (!p.kind.equals("disk")) {
+            return;
+        }
+        String eid = report("disk", p.name(env), node, null, null, null, null);
+        Mail m = new Mail();
+        parked.put(eid, m);
+        enter(PARK, m);
+        try {
+            synchronized (m) {
+                while (m.order == null) {
+                    m.wait(100);
+                }
+            }
+        } finally {
+            parked.remove(eid);
+            leave();
+        }
+    }
+
+    /**
+     * Method exit of a `wake` point: notify the monitor its expression names, so a thread
+     * waiting there re-checks a condition that changed (a timer's `when`). Waits may wake
+     * spuriously, so this never changes what the code can do.
+     */
+    public static void exit(int id, Object self) {
+        Point p = points.get(id);
+        try {
+            Object o = p.action.eval(env(null, self, new Object[0]));
+            if (o != null) {
+                synchronized (o) {
+                    onotifyAll(o);
+                }
+            }
+        } catch (RuntimeException e) {
+            log("hook point wake in " + p.in + ": " + e);
+        }
+    }
+
+    /** Constructor exit of a captured class. */
+    public static void capture(int id, Object self) {
+        captures.put(points.get(id).name, self);
+    }
+
+    // ---------------------------------------------------------------- orders
+
+    static Point deliverPoint(String name) {
+        for (Point p : points) {
+            if (p.kind.equals("deliver") && (p.name == null || p.name.equals(name))) {
+                return p;
+            }
+        }
+        return null;
+    }
+
+    /** Hand an enabled event to whatever waits for it (on the dispatcher thread). */
+    @SuppressWarnings("unchecked")
+    static void dispatch(Map<String, Object> order) {
+        Map<String, Object> ev = (Map<String, Object>) order.get("event");
+        String id = (String) ev.get("id");
+        String kind = (String) ev.get("kind");
+        String name = (String) ev.get("name");
+        current = id;
+        bump();
+        switch (kind) {
+        case "message": {
+            Object pl = ev.get("payload");
+            Point d = deliverPoint(name);
+            if (d != null && !(pl instanceof Map && ((Map<?, ?>) pl).containsKey("conn"))) {
+                Map<String, Object> env = new HashMap<>(captures);
+                env.put("payload", pl);
+                env.put("fields", ev.get("fields"));
+                env.put("from", ev.get("from"));
+                env.put("node", (long) node);
+                d.action.eval(env);
+                return;
+            }
+            if (pl instanceof Map && ((Map<?, ?>) pl).get("conn") != null) {
+                Gate g = gate(String.valueOf(((Map<?, ?>) pl).get("conn")));
+                synchronized (g) {
+                    // A packet for a connection this node has closed is lost, as TCP would lose it.
+                    if (!g.broken) {
+                        g.mailbox.add(order);
+                    }
+                    g.notifyAll();
+                }
+                return;
+            }
+            log("no delivery configured for message " + name + "; dropped");
+            return;
+        }
+        case "timeout": {
+            Gate g = disconnects.remove(id);
+            if (g != null) {
+                g.disconnectTimer = null;
+                synchronized (g) {
+                    g.broken = true;
+                    g.notifyAll();
+                }
+                return;
+            }
+            Timer t = timers.get(id);
+            if (t != null) {
+                t.fired = true;
+                Object mon = timerMonitors.get(id);
+                if (mon != null) {
+                    synchronized (mon) {
+                        mon.notifyAll();
+                    }
+                }
+                synchronized (t) {
+                    t.notifyAll();
+                }
+            }
+            return;
+        }
+        case "disk": {
+            Mail m = parked.get(id);
+            if (m != null) {
+                synchronized (m) {
+                    m.order = order;
+                    m.notifyAll();
+                }
+            }
+            return;
+        }
+        case "client": {
+            Point d = null;
+            for (Point p : points) {
+                if (p.kind.equals("client") && (p.name == null || p.name.equals(name))) {
+                    d = p;
+                }
+            }
+            if (d == null) {
+                log("no client action configured for " + name);
+                return;
+            }
+            Map<String, Object> env = new HashMap<>(captures);
+            env.put("fields", ev.get("fields"));
+            env.put("payload", ev.get("payload"));
+            env.put("node", (long) node);
+            env.put("id", id);
+            d.action.eval(env);
+            return;
+        }
+        default:
+            log("unknown event kind " + kind);
+        }
+    }
+
+    // ---------------------------------------------------------------- quiescence
+
+    static List<Pattern> ignoreThreads = new ArrayList<>();
+    /** The hook's own threads (threads they start, like a client library's, are not). */
+    static final Set<Thread> agentThreads = ConcurrentHashMap.newKeySet();
+    static List<String> idleFrames = new ArrayList<>();
+
+    private static ThreadGroup root;
+
+    /** Every live thread, without stopping the JVM to walk their stacks. */
+    private static Thread[] threads() {
+        if (root == null) {
+            ThreadGroup g = Thread.currentThread().getThreadGroup();
+            while (g.getParent() != null) {
+                g = g.getParent();
+            }
+            root = g;
+        }
+        Thread[] all = new Thread[root.activeCount() + 16];
+        int n = root.enumerate(all, true);
+        return java.util.Arrays.copyOf(all, n);
+    }
+
+    static String busyThread() {
+        for (Thread t : threads()) {
+            if (t == Thread.currentThread() || ignored(t)) {
+                continue;
+            }
+            if (pinned.contains(t)) {
+                return t.getName() + " (reading)";
+            }
+            Rest r = resting.get(t);
+            if (r != null) {
+                if (r.busy()) {
+                    return t.getName() + " (woken)";
+                }
+                continue;
+            }
+            Thread.State st = t.getState();
+            if (st == Thread.State.WAITING || st == Thread.State.TIMED_WAITING || st == Thread.State.TERMINATED
+                || st == Thread.State.NEW) {
+                continue;
+            }
+            // Only a running thread's stack is looked at (it may be waiting in the network).
+            StackTraceElement[] s = st == Thread.State.RUNNABLE ? t.getStackTrace() : new StackTraceElement[0];
+            if (st == Thread.State.RUNNABLE && idle(s)) {
+                continue;
+            }
+            return t.getName() + " " + st + (s.length > 0 ? " at " + s[0] : "");
+        }
+        for (Gate g : gates.values()) {
+            synchronized (g) {
+                if (!g.mailbox.isEmpty() && !g.broken) {
+                    return "a packet waits for its reader";
+                }
+            }
+        }
+        return null;
+    }
+
+    private static boolean idle(StackTraceElement[] s) {
+        if (s.length == 0) {
+            return true;
+        }
+        String top = s[0].getClassName() + "." + s[0].getMethodName();
+        for (String f : idleFrames) {
+            if (top.startsWith(f)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private static boolean ignored(Thread t) {
+        if (agentThreads.contains(t)) {
+            return true;
+        }
+        String n = t.getName();
+        for (Pattern p : ignoreThreads) {
+            if (p.matcher(n).find()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static volatile String lastBusy;
+
+    /** Wait until the node rests: nothing busy twice in a row with no hook activity between. */
+    static void awaitQuiet() throws InterruptedException {
+        long start = System.nanoTime(), told = start;
+        while (true) {
+            long g = gen.get();
+            String b = busyThread();
+            lastBusy = b;
+            if (b != null && System.nanoTime() - told > 5_000_000_000L) {
+                told = System.nanoTime();
+                log("still busy after " + (told - start) / 1_000_000 + " ms: " + b);
+            }
+            if (b == null) {
+                synchronized (changed) {
+                    if (gen.get() == g) {
+                        changed.wait(3);
+                    }
+                }
+                if (gen.get() == g && busyThread() == null) {
+                    return;
+                }
+            } else {
+                synchronized (changed) {
+                    if (gen.get() == g) {
+                        changed.wait(2);
+                    }
+                }
+            }
+        }
+    }
+}

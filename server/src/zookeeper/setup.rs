@@ -1,0 +1,293 @@
+//! `flymc setup zookeeper [--docker]`: install Debian's ZooKeeper and ASM when absent, build the
+//! Java hook and the integration's helper with javac, build the `zookeeper-1419` variant from
+//! Debian's source, and (with `--docker`) build the node image from nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{java_dir, variant_dir, which, ZOOKEEPER_JAR};
+
+/// The node image `--backend docker` runs (built by `flymc setup zookeeper --docker`).
+pub const IMAGE: &str = "flymc/zookeeper:3.8.0";
+
+const HOOK_SOURCES: &[(&str, &str)] = &[
+    (
+        "Agent.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Agent.java"),
+    ),
+    (
+        "Expr.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Expr.java"),
+    ),
+    (
+        "Hook.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Hook.java"),
+    ),
+    (
+        "Json.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Json.java"),
+    ),
+    (
+        "Net.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Net.java"),
+    ),
+    (
+        "Point.java",
+        include_str!("../../../hooks/java/src/org/flymc/hook/Point.java"),
+    ),
+];
+const ZK_HELPER: &str = include_str!(
+    "../../../integrations/zookeeper/java/org/apache/zookeeper/server/quorum/FlymcZk.java"
+);
+const ASM: [&str; 3] = [
+    "/usr/share/java/asm.jar",
+    "/usr/share/java/asm-commons.jar",
+    "/usr/share/java/asm-tree.jar",
+];
+/// ZOOKEEPER-1419: 3.8.0's `totalOrderPredicate` and the pre-fix one.
+const PREDICATE_FIXED: &str = "return ((newEpoch > curEpoch)
+                || ((newEpoch == curEpoch)
+                    && ((newZxid > curZxid)
+                        || ((newZxid == curZxid)
+                            && (newId > curId)))));";
+const PREDICATE_1419: &str = "return ((newEpoch > curEpoch)
+                || ((newEpoch == curEpoch) && (newZxid > curZxid))
+                || ((newZxid == curZxid) && (newId > curId)));";
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SetupError(pub String);
+
+fn err<T>(m: impl Into<String>) -> Result<T, SetupError> {
+    Err(SetupError(m.into()))
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<(), SetupError> {
+    tracing::info!("setup: {what}: {cmd:?}");
+    let out = cmd
+        .output()
+        .map_err(|e| SetupError(format!("{what}: cannot run {:?}: {e}", cmd.get_program())))?;
+    if !out.status.success() {
+        let text = String::from_utf8_lossy(&out.stderr);
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return err(format!("{what} failed ({}): {last}", out.status));
+    }
+    Ok(())
+}
+
+fn is_root() -> bool {
+    // SAFETY: plain syscall.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// apt-get install, when we may; otherwise the one line that says what to run.
+fn apt_install(packages: &[&str], say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
+    if !is_root() || which("apt-get").is_none() {
+        return err(format!(
+            "missing Debian packages; run as root: apt-get install -y {}",
+            packages.join(" ")
+        ));
+    }
+    say(&format!("installing {} (apt-get)", packages.join(" ")));
+    let _ = Command::new("apt-get").arg("update").output();
+    run(
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+        "apt-get install",
+    )
+}
+
+/// Install what is missing, build the jars and the variant; with `docker`, the image too.
+pub fn setup(docker: bool, say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
+    let mut missing = Vec::new();
+    if which("java").is_none() || which("javac").is_none() {
+        missing.push("default-jdk-headless");
+    }
+    if !Path::new(ZOOKEEPER_JAR).is_file() {
+        missing.push("zookeeper");
+    }
+    if ASM.iter().any(|j| !Path::new(j).is_file()) {
+        missing.push("libasm-java");
+    }
+    if !missing.is_empty() {
+        apt_install(&missing, say)?;
+    } else {
+        say("Java, ZooKeeper 3.8.0 and ASM are installed");
+    }
+    build_jars(say)?;
+    build_variant_1419(say)?;
+    if docker {
+        crate::cluster::docker::build_image(IMAGE, say).map_err(|e| SetupError(e.to_string()))?;
+    }
+    Ok(())
+}
+
+fn javac(args: &[&str], sources: &[PathBuf], out: &Path, what: &str) -> Result<(), SetupError> {
+    std::fs::create_dir_all(out).map_err(|e| SetupError(format!("{}: {e}", out.display())))?;
+    let mut c = Command::new("javac");
+    c.args(["-nowarn", "-d"]).arg(out).args(args).args(sources);
+    run(&mut c, what)
+}
+
+fn jar(manifest: Option<&Path>, classes: &Path, dest: &Path) -> Result<(), SetupError> {
+    let tmp = dest.with_extension("jar.tmp");
+    let mut c = Command::new("jar");
+    match manifest {
+        Some(m) => c.arg("cfm").arg(&tmp).arg(m),
+        None => c.arg("cf").arg(&tmp),
+    };
+    c.arg("-C").arg(classes).arg(".");
+    run(&mut c, "jar")?;
+    std::fs::rename(&tmp, dest).map_err(|e| SetupError(format!("{}: {e}", dest.display())))
+}
+
+/// flymc-hook.jar (the agent) and flymc-zk.jar (the ZooKeeper helper), from the sources built
+/// into flymc.
+pub fn build_jars(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
+    let out = java_dir();
+    std::fs::create_dir_all(&out).map_err(|e| SetupError(format!("{}: {e}", out.display())))?;
+    let tmp = tempfile::tempdir().map_err(|e| SetupError(format!("temporary directory: {e}")))?;
+    let src = tmp.path().join("src/org/flymc/hook");
+    let zsrc = tmp.path().join("zsrc/org/apache/zookeeper/server/quorum");
+    std::fs::create_dir_all(&src)
+        .and_then(|_| std::fs::create_dir_all(&zsrc))
+        .map_err(|e| SetupError(e.to_string()))?;
+    let mut files = Vec::new();
+    for (name, text) in HOOK_SOURCES {
+        let f = src.join(name);
+        std::fs::write(&f, text).map_err(|e| SetupError(e.to_string()))?;
+        files.push(f);
+    }
+    let classes = tmp.path().join("hook");
+    javac(
+        &["-cp", &ASM.join(":")],
+        &files,
+        &classes,
+        "javac (the Java hook)",
+    )?;
+    let manifest = tmp.path().join("MANIFEST.MF");
+    std::fs::write(
+        &manifest,
+        format!(
+            "Premain-Class: org.flymc.hook.Agent\nClass-Path: {}\n",
+            ASM.join(" ")
+        ),
+    )
+    .map_err(|e| SetupError(e.to_string()))?;
+    jar(Some(&manifest), &classes, &out.join("flymc-hook.jar"))?;
+    let helper = zsrc.join("FlymcZk.java");
+    std::fs::write(&helper, ZK_HELPER).map_err(|e| SetupError(e.to_string()))?;
+    let zclasses = tmp.path().join("zk");
+    javac(
+        &["-cp", &format!("{ZOOKEEPER_JAR}:{}", classes.display())],
+        &[helper],
+        &zclasses,
+        "javac (the ZooKeeper helper)",
+    )?;
+    jar(None, &zclasses, &out.join("flymc-zk.jar"))?;
+    say(&format!("built the Java hook in {}", out.display()));
+    Ok(())
+}
+
+/// Make sure apt can fetch sources: a deb-src twin of the machine's own deb entries.
+fn enable_deb_src() -> Result<(), SetupError> {
+    let dir = Path::new("/etc/apt/sources.list.d");
+    let has_src = |text: &str| {
+        text.lines().any(|l| {
+            l.trim_start().starts_with("deb-src")
+                || l.contains("Types: deb-src")
+                || l.contains("Types: deb deb-src")
+        })
+    };
+    let mut deb822 = String::new();
+    let mut lists = String::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        if has_src(&text) {
+            return Ok(());
+        }
+        if p.extension().is_some_and(|e| e == "sources") {
+            deb822 += &text.replace("Types: deb\n", "Types: deb-src\n");
+            deb822.push('\n');
+        }
+    }
+    let main = std::fs::read_to_string("/etc/apt/sources.list").unwrap_or_default();
+    if has_src(&main) {
+        return Ok(());
+    }
+    for l in main.lines() {
+        if let Some(rest) = l.trim_start().strip_prefix("deb ") {
+            lists += &format!("deb-src {rest}\n");
+        }
+    }
+    if !deb822.trim().is_empty() {
+        std::fs::write(dir.join("flymc-src.sources"), deb822)
+            .map_err(|e| SetupError(format!("cannot add a deb-src entry: {e}")))?;
+    } else if !lists.is_empty() {
+        std::fs::write(dir.join("flymc-src.list"), lists)
+            .map_err(|e| SetupError(format!("cannot add a deb-src entry: {e}")))?;
+    } else {
+        return err("no apt sources found to derive a deb-src entry from");
+    }
+    run(Command::new("apt-get").arg("update"), "apt-get update")
+}
+
+/// ZOOKEEPER-1419: FastLeaderElection from Debian's source with the pre-fix predicate,
+/// compiled against the Debian jars, to go first on the class path.
+pub fn build_variant_1419(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
+    let out = variant_dir("zookeeper-1419").join("classes");
+    let marker = out.join("org/apache/zookeeper/server/quorum/FastLeaderElection.class");
+    if marker.is_file() {
+        say("the zookeeper-1419 variant is built");
+        return Ok(());
+    }
+    if which("dpkg-source").is_none() {
+        apt_install(&["dpkg-dev"], say)?;
+    }
+    if !is_root() {
+        return err("building the zookeeper-1419 variant needs `apt-get source zookeeper`: run `flymc setup zookeeper` as root");
+    }
+    enable_deb_src()?;
+    let tmp = tempfile::tempdir().map_err(|e| SetupError(format!("temporary directory: {e}")))?;
+    say("fetching Debian's ZooKeeper source (apt-get source zookeeper)");
+    run(
+        Command::new("apt-get")
+            .args(["source", "-qq", "zookeeper"])
+            .current_dir(tmp.path()),
+        "apt-get source zookeeper",
+    )?;
+    let src = std::fs::read_dir(tmp.path())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .map(|d| d.join("zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum/FastLeaderElection.java"))
+        .filter(|f| f.is_file())
+        .ok_or_else(|| SetupError("apt-get source zookeeper gave no FastLeaderElection.java".into()))?;
+    let text = std::fs::read_to_string(&src).map_err(|e| SetupError(e.to_string()))?;
+    if !text.contains(PREDICATE_FIXED) {
+        return err("FastLeaderElection.java does not have 3.8.0's totalOrderPredicate: is this ZooKeeper 3.8.0?");
+    }
+    let patched = tmp.path().join("FastLeaderElection.java");
+    std::fs::write(&patched, text.replace(PREDICATE_FIXED, PREDICATE_1419))
+        .map_err(|e| SetupError(e.to_string()))?;
+    javac(
+        &["-cp", ZOOKEEPER_JAR],
+        &[patched],
+        &out,
+        "javac (zookeeper-1419)",
+    )?;
+    say(&format!(
+        "built the zookeeper-1419 variant in {}",
+        out.display()
+    ));
+    Ok(())
+}

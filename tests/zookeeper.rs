@@ -1,0 +1,364 @@
+//! Real ZooKeeper 3.8.0 under flymc, through the `flymc` binary: elections with ZAB sync on
+//! local processes and in Docker containers, crashes and reboots without false alarms,
+//! ZOOKEEPER-1419 found and replayed, cleanup on Ctrl-C, and one-line errors for bad setups.
+//!
+//! They need `flymc setup zookeeper --docker` done (CI runs it first); a missing setup fails
+//! them with the setup's own message.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{assert_one_line_error, flymc_in, path_file, Ran};
+use serde_json::Value;
+
+/// One real cluster at a time: three JVMs per test on a 2-core machine are plenty, and a
+/// starved node would read as a hang.
+fn one_cluster() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary directory")
+}
+
+fn flymc_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_flymc"));
+    c.args(args)
+        .current_dir(dir)
+        .env("FLYMC_WORKLOADS", common::workloads());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("the flymc binary runs");
+    Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn saved_paths(dir: &Path) -> Vec<Value> {
+    let mut files: Vec<_> = std::fs::read_dir(dir.join("flymc-out"))
+        .expect("flymc-out exists")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().contains("-all-path"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|f| serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap())
+        .collect()
+}
+
+fn final_vars(path: &Value) -> Vec<(bool, Value)> {
+    let states = path["states"].as_array().expect("states");
+    let last = &states.last().expect("a state")["state"]["nodes"];
+    last.as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["alive"].as_bool().unwrap(), n["vars"].clone()))
+        .collect()
+}
+
+fn event_names(path: &Value) -> Vec<String> {
+    path["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["description"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn assert_established_ensemble(path: &Value) {
+    let nodes = final_vars(path);
+    let leaders: Vec<usize> = (0..3)
+        .filter(|&i| nodes[i].1["state"] == "LEADING")
+        .collect();
+    assert_eq!(leaders.len(), 1, "one leader: {nodes:?}");
+    let l = leaders[0] as u64;
+    for (alive, v) in &nodes {
+        assert!(alive);
+        assert_eq!(v["established"], true, "{v}");
+        assert_eq!(v["zabState"], "BROADCAST", "{v}");
+        assert_eq!(v["leader"], l, "{v}");
+        assert_eq!(v["currentEpoch"], 1, "{v}");
+    }
+}
+
+#[test]
+fn three_fresh_nodes_elect_a_leader_and_sync_it_through_zab() {
+    let _one = one_cluster();
+    let d = tmp();
+    let ran = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "le",
+            "--max-paths",
+            "1",
+            "--save-paths",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    assert!(ran.stdout.contains("summary: 1 paths"), "{}", ran.stdout);
+    let paths = saved_paths(d.path());
+    assert_established_ensemble(&paths[0]);
+    let names = event_names(&paths[0]);
+    // FLE notifications, ZAB packets both ways, FLE's finalize timer and crash-point writes.
+    for kind in [
+        "notification n0->n2",
+        "notification n2->n0",
+        "FOLLOWERINFO n0->n2",
+        "LEADERINFO n2->n0",
+        "ACKEPOCH n1->n2",
+        "NEWLEADER n2->n1",
+        "UPTODATE n2->n0",
+        "timeout finalize @n2",
+        "timeout disk:currentEpoch @n0",
+    ] {
+        assert!(
+            names.iter().any(|e| e.starts_with(kind)),
+            "no `{kind}` in {names:?}"
+        );
+    }
+}
+
+#[test]
+fn crashes_and_reboots_are_explored_without_a_false_alarm() {
+    let _one = one_cluster();
+    let d = tmp();
+    let ran = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "le-3crash",
+            "--max-paths",
+            "3",
+            "--save-paths",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    assert!(
+        ran.stdout.contains("no violation within 3 paths"),
+        "{}",
+        ran.stdout
+    );
+    let paths = saved_paths(d.path());
+    assert_eq!(paths.len(), 3);
+    let faults: Vec<Vec<String>> = paths
+        .iter()
+        .map(|p| {
+            event_names(p)
+                .into_iter()
+                .filter(|e| e.starts_with("crash") || e.starts_with("reboot"))
+                .collect()
+        })
+        .collect();
+    assert!(faults[1].contains(&"crash n0".to_string()), "{faults:?}");
+    assert!(faults[2].contains(&"reboot n0".to_string()), "{faults:?}");
+    // After a crash and reboot the node rejoins the same leader.
+    assert_established_ensemble(&paths[2]);
+}
+
+#[test]
+fn zookeeper_1419_never_settles_and_the_path_replays() {
+    let _one = one_cluster();
+    let d = tmp();
+    let ran = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "zk-1419",
+            "--max-paths",
+            "3",
+        ],
+    );
+    assert_eq!(ran.code, 1, "{}", ran.all());
+    assert!(
+        ran.stdout
+            .contains("VIOLATION on path 1: eventually-quorum-follows-leader"),
+        "{}",
+        ran.stdout
+    );
+    let file = path_file(&ran, d.path());
+    let again = flymc_in(d.path(), &["replay", file.to_str().unwrap()]);
+    assert_eq!(again.code, 1, "{}", again.all());
+    assert!(
+        again
+            .stdout
+            .contains("reproduced: eventually-quorum-follows-leader"),
+        "{}",
+        again.stdout
+    );
+}
+
+#[test]
+fn the_1419_setting_settles_on_unmodified_3_8_0() {
+    let _one = one_cluster();
+    let d = tmp();
+    let ran = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "zk-1419-fixed",
+            "--max-paths",
+            "1",
+            "--save-paths",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    let paths = saved_paths(d.path());
+    let nodes = final_vars(&paths[0]);
+    // n1 has the highest currentEpoch: it must win.
+    assert_eq!(nodes[1].1["state"], "LEADING", "{nodes:?}");
+}
+
+fn containers_of(pid: u32) -> Vec<String> {
+    let out = Command::new("docker")
+        .args(["ps", "-a", "--format", "{{.Names}} {{.Status}}", "--filter"])
+        .arg(format!("label=flymc.owner={pid}"))
+        .output()
+        .expect("docker ps runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("Removal In Progress"))
+        .map(String::from)
+        .collect()
+}
+
+/// Poll a condition (not a fixed sleep): docker removes auto-removed containers on its own time.
+fn eventually(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn docker_backend_elects_a_leader_in_containers_and_removes_them() {
+    let _one = one_cluster();
+    let d = tmp();
+    let child = Command::new(env!("CARGO_BIN_EXE_flymc"))
+        .args([
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "le",
+            "--max-paths",
+            "1",
+            "--save-paths",
+            "--backend",
+            "docker",
+        ])
+        .current_dir(d.path())
+        .env("FLYMC_WORKLOADS", common::workloads())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("flymc starts");
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("nodes on docker"), "{all}");
+    assert_established_ensemble(&saved_paths(d.path())[0]);
+    eventually("its containers are gone", || containers_of(pid).is_empty());
+}
+
+#[test]
+fn ctrl_c_leaves_no_container_running() {
+    let _one = one_cluster();
+    let d = tmp();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flymc"))
+        .args([
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "le-3crash",
+            "--backend",
+            "docker",
+        ])
+        .current_dir(d.path())
+        .env("FLYMC_WORKLOADS", common::workloads())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("flymc starts");
+    let pid = child.id();
+    eventually("three containers run", || containers_of(pid).len() >= 3);
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    eventually("no container is left", || containers_of(pid).is_empty());
+}
+
+#[test]
+fn bad_setups_get_a_one_line_fix() {
+    let d = tmp();
+    let le = [
+        "run",
+        "--system",
+        "zookeeper",
+        "--workload",
+        "le",
+        "--max-paths",
+        "1",
+    ];
+    let ran = flymc_env(d.path(), &le, &[("PATH", "/nonexistent")]);
+    assert_one_line_error(&ran, "Java is missing");
+    let ran = flymc_env(
+        d.path(),
+        &le,
+        &[("FLYMC_ZOOKEEPER_JAR", "/nonexistent/zookeeper.jar")],
+    );
+    assert_one_line_error(&ran, "ZooKeeper is missing");
+    let ran = flymc_env(d.path(), &le, &[("FLYMC_CACHE", "/nonexistent")]);
+    assert_one_line_error(&ran, "run `flymc setup zookeeper`");
+    let mut docker = le.to_vec();
+    docker.extend(["--backend", "docker"]);
+    let ran = flymc_env(
+        d.path(),
+        &docker,
+        &[("DOCKER_HOST", "unix:///nonexistent/docker.sock")],
+    );
+    assert_one_line_error(&ran, "Docker daemon is unreachable");
+    let ran = flymc_env(
+        d.path(),
+        &docker,
+        &[("FLYMC_ZOOKEEPER_IMAGE", "flymc/not-built:0")],
+    );
+    assert_one_line_error(&ran, "run `flymc setup zookeeper --docker`");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let mut listen = le.to_vec();
+    listen.extend(["--listen", &addr]);
+    let ran = flymc_in(d.path(), &listen);
+    assert_one_line_error(&ran, "pick another address with --listen");
+}
