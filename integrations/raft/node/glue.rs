@@ -60,12 +60,26 @@ pub fn init_logging() {
         .try_init();
 }
 
+// The runtime's random numbers must be seeded (below), which tokio only allows with
+// `--cfg tokio_unstable`; the workspace's .cargo/config.toml sets it.
+#[cfg(not(tokio_unstable))]
+compile_error!(
+    "the Raft node programs need `--cfg tokio_unstable` (set in .cargo/config.toml; a RUSTFLAGS \
+     environment variable replaces it: add `--cfg tokio_unstable` there)"
+);
+
 /// The node's runtime and its idle signal. `paused`: start with tokio's clock paused.
+///
+/// Its random numbers come from a fixed seed: `tokio::select!` (which the Raft libraries use in
+/// their core loops and replication streams) polls its branches from a random start, so with
+/// two branches ready the branch taken, and with it the messages sent, would differ between two
+/// runs of the same path.
 pub fn runtime(paused: bool) -> std::io::Result<(tokio::runtime::Runtime, Arc<Notify>)> {
     let idle = Arc::new(Notify::new());
     let on_park = idle.clone();
     let mut b = tokio::runtime::Builder::new_current_thread();
     b.enable_all()
+        .rng_seed(tokio::runtime::RngSeed::from_bytes(b"flymc"))
         .on_thread_park(move || on_park.notify_waiters());
     if paused {
         b.start_paused(true);
