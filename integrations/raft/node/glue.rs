@@ -227,6 +227,10 @@ pub struct Driver<R> {
     eligible: bool,
     elect: Option<EventId>,
     down: BTreeSet<usize>,
+    /// Per peer: crash and reboot notices received. flymc may deliver a crash notice after
+    /// the reboot notice that follows it (they are two events), so a peer is down when it has
+    /// more crash notices than reboot notices, whatever their order.
+    notices: HashMap<usize, (u32, u32)>,
     queued: Vec<u64>,
 }
 
@@ -245,6 +249,7 @@ impl<R: RaftLib> Driver<R> {
             eligible,
             elect: None,
             down: BTreeSet::new(),
+            notices: HashMap::new(),
             queued: Vec::new(),
         }
     }
@@ -335,14 +340,22 @@ impl<R: RaftLib> Driver<R> {
             }
             (Kind::Client, "crashed") => {
                 if let Some(n) = node_field(&d) {
-                    self.down.insert(n);
+                    let seen = self.notices.entry(n).or_default();
+                    seen.0 += 1;
+                    if seen.0 > seen.1 {
+                        self.down.insert(n);
+                        self.rpc.fail_to(n);
+                    }
                     self.eligible = true;
-                    self.rpc.fail_to(n);
                 }
             }
             (Kind::Client, "rebooted") => {
                 if let Some(n) = node_field(&d) {
-                    self.down.remove(&n);
+                    let seen = self.notices.entry(n).or_default();
+                    seen.1 += 1;
+                    if seen.0 <= seen.1 {
+                        self.down.remove(&n);
+                    }
                     // What was in flight to the old incarnation is lost; a leader tells the new
                     // one at once what it missed.
                     self.rpc.fail_to(n);
