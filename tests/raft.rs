@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use flymc::cluster::raft::{Flavor, RaftSystem};
-use flymc::executor::{Ending, Run};
+use flymc::executor::{Ending, Executor, Plan, Run, Tail};
 use flymc::explore::{explore_with, ExploreConfig};
 use flymc::model::{System, Workload};
 use flymc::pathfile::PathFile;
@@ -138,7 +138,7 @@ fn openraft_paths_are_deterministic_and_replay() {
 fn a_crashed_openraft_leader_is_replaced_and_the_rebooted_node_keeps_its_log() {
     let sys = openraft();
     let w = shipped("raft", "stale-commit");
-    // dfs tries crashes and reboots of n0 at many points; every run stays safe.
+    // mdpor tries crashes and reboots of n0 at many points; every run stays safe.
     let (runs, _, violated) = explore(&sys, &w, "mdpor", 40, false);
     assert!(!violated, "openraft checks the log match before it commits");
     let crashed = runs
@@ -177,4 +177,145 @@ fn bad_raft_workload_parameters_are_refused() {
     let w = Workload::parse(Path::new("bad.toml"), text).unwrap();
     let err = openraft().target(&w).err().expect("refused").to_string();
     assert!(err.contains("unknown parameter `speed`"), "{err}");
+}
+
+/// The interleaving of `raft-asyncraft/stale-commit` that breaks async-raft 0.6.1, as the
+/// descriptions of the events in order (the first enabled event whose description contains
+/// the text is taken).
+const STALE_COMMIT: &[&str] = &[
+    "client write @n1",
+    "timeout elect @n0",
+    "vote n0->n1",
+    "vote n0->n2",
+    "vote-reply n1->n0",
+    "vote-reply n2->n0",
+    "append n0->n1",
+    "append n0->n2",
+    "append-reply n1->n0",
+    "append-reply n2->n0",
+    // n1 gets the membership entry alone, n2 too, then n0 appends the forwarded write.
+    "append n0->n1",
+    "append n0->n2",
+    "append-reply n1->n0",
+    "append-reply n2->n0",
+    "append n0->n2",
+    "append-reply n2->n0",
+    "forward n1->n0",
+    // n0 crashes with the write at index 2 in its log alone.
+    "crash n0",
+    "client crashed @n1",
+    "client crashed @n2",
+    "timeout elect @n1",
+    "vote n1->n2",
+    "vote-reply n2->n1",
+    "append n1->n2",
+    "append-reply n2->n1",
+    "append n1->n2",
+    "append-reply n2->n1",
+    // n1's blank entry of term 2 at index 2 is committed (n1 and n2).
+    "append n1->n2",
+    "append-reply n2->n1",
+    "reboot n0",
+    // n0 campaigns for terms 2 and 3 before anything of n1 reaches it.
+    "timeout elect @n0",
+    "timeout elect @n0",
+    r#"vote n0->n1 {"last_index":2,"term":3}"#,
+    r#"vote n0->n2 {"last_index":2,"term":3}"#,
+    "timeout elect @n1",
+    r#"vote n1->n2 {"last_index":2,"term":4}"#,
+    "vote-reply n2->n1",
+    // n1's first heartbeat of term 4 carries leader_commit 2: n0 applies its own write.
+    "append n1->n0",
+];
+
+/// Run `script` on `system` one event at a time: each step re-runs the path so far and takes
+/// the first enabled event that matches the next line.
+fn scripted(system: &dyn System, w: &Workload, script: &[&str]) -> Run {
+    let ex = Executor::new(system, w);
+    let mut prefix = Vec::new();
+    for (step, want) in script.iter().enumerate() {
+        let mut target = system.target(w).unwrap();
+        let plan = Plan {
+            prefix: prefix.clone(),
+            tail: Tail::Stop,
+            strict: true,
+            sleep: Vec::new(),
+            sleep_at: 0,
+        };
+        let run = ex.run(target.as_mut(), &plan, None).unwrap();
+        assert_eq!(run.steps.len(), step, "the prefix ran whole");
+        assert!(
+            run.violation.is_none(),
+            "{:?} before step {step}",
+            run.violation
+        );
+        let next = run
+            .final_enabled
+            .iter()
+            .find(|e| e.event.describe().contains(want))
+            .unwrap_or_else(|| {
+                let enabled: Vec<String> = run
+                    .final_enabled
+                    .iter()
+                    .map(|e| e.event.describe())
+                    .collect();
+                panic!("step {step}: nothing matches `{want}`; enabled: {enabled:#?}")
+            });
+        prefix.push(next.event.id);
+    }
+    let mut target = system.target(w).unwrap();
+    let plan = Plan {
+        prefix,
+        tail: Tail::Stop,
+        strict: true,
+        sleep: Vec::new(),
+        sleep_at: 0,
+    };
+    ex.run(target.as_mut(), &plan, None).unwrap()
+}
+
+#[test]
+fn asyncraft_applies_an_entry_its_leader_never_committed() {
+    let sys = asyncraft();
+    let w = shipped("raft-asyncraft", "stale-commit");
+    let run = scripted(&sys, &w, STALE_COMMIT);
+    let v = run
+        .violation
+        .expect("async-raft 0.6.1 breaks state machine safety");
+    assert_eq!(v.property, "state-machine-safety");
+    assert_eq!(
+        v.step,
+        STALE_COMMIT.len() - 1,
+        "on n1's heartbeat: {}",
+        v.message
+    );
+    assert_eq!(w.expect.as_deref(), Some("state-machine-safety"));
+    // n0 applied its own write at index 2; n1 applied its blank entry of term 2 there.
+    let last = run.states.last().unwrap();
+    let applied = |n: usize| {
+        last.var(n, "applied")
+            .and_then(Value::as_array)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(applied(0)[1], json!({"term": 1, "value": 7}));
+    assert_eq!(applied(1)[1], json!({"term": 2, "value": null}));
+}
+
+#[test]
+fn the_shipped_stale_commit_path_replays_the_asyncraft_bug() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/paths/raft-asyncraft-stale-commit.json");
+    let path = PathFile::load(&file).unwrap();
+    let w = shipped("raft-asyncraft", "stale-commit");
+    assert_eq!(
+        path.workload.sha256, w.sha256,
+        "the path was recorded on this workload"
+    );
+    for _ in 0..2 {
+        match replay(&path, &asyncraft(), &w).unwrap() {
+            ReplayOutcome::Reproduced(v) => assert_eq!(v.property, "state-machine-safety"),
+            other => panic!("the stale-commit path did not replay: {other:?}"),
+        }
+    }
 }

@@ -377,12 +377,18 @@ impl RaftLib for Node {
             };
             applied.push(e);
         }
+        // async-raft reports its metrics only on some changes (a vote request of a higher
+        // term moves the term without a report): the hard state it saved is the term.
+        let term =
+            d.hs.as_ref()
+                .map_or(0, |h| h.current_term)
+                .max(m.current_term);
         Observed {
-            term: m.current_term,
+            term,
             voted_for: d
                 .hs
                 .as_ref()
-                .filter(|h| h.current_term == m.current_term)
+                .filter(|h| h.current_term == term)
                 .and_then(|h| h.voted_for)
                 .map(|n| n as usize),
             role,

@@ -60,12 +60,26 @@ pub fn init_logging() {
         .try_init();
 }
 
+// The runtime's random numbers must be seeded (below), which tokio only allows with
+// `--cfg tokio_unstable`; the workspace's .cargo/config.toml sets it.
+#[cfg(not(tokio_unstable))]
+compile_error!(
+    "the Raft node programs need `--cfg tokio_unstable` (set in .cargo/config.toml; a RUSTFLAGS \
+     environment variable replaces it: add `--cfg tokio_unstable` there)"
+);
+
 /// The node's runtime and its idle signal. `paused`: start with tokio's clock paused.
+///
+/// Its random numbers come from a fixed seed: `tokio::select!` (which the Raft libraries use in
+/// their core loops and replication streams) polls its branches from a random start, so with
+/// two branches ready the branch taken, and with it the messages sent, would differ between two
+/// runs of the same path.
 pub fn runtime(paused: bool) -> std::io::Result<(tokio::runtime::Runtime, Arc<Notify>)> {
     let idle = Arc::new(Notify::new());
     let on_park = idle.clone();
     let mut b = tokio::runtime::Builder::new_current_thread();
     b.enable_all()
+        .rng_seed(tokio::runtime::RngSeed::from_bytes(b"flymc"))
         .on_thread_park(move || on_park.notify_waiters());
     if paused {
         b.start_paused(true);
@@ -213,6 +227,10 @@ pub struct Driver<R> {
     eligible: bool,
     elect: Option<EventId>,
     down: BTreeSet<usize>,
+    /// Per peer: crash and reboot notices received. flymc may deliver a crash notice after
+    /// the reboot notice that follows it (they are two events), so a peer is down when it has
+    /// more crash notices than reboot notices, whatever their order.
+    notices: HashMap<usize, (u32, u32)>,
     queued: Vec<u64>,
 }
 
@@ -231,6 +249,7 @@ impl<R: RaftLib> Driver<R> {
             eligible,
             elect: None,
             down: BTreeSet::new(),
+            notices: HashMap::new(),
             queued: Vec::new(),
         }
     }
@@ -321,14 +340,22 @@ impl<R: RaftLib> Driver<R> {
             }
             (Kind::Client, "crashed") => {
                 if let Some(n) = node_field(&d) {
-                    self.down.insert(n);
+                    let seen = self.notices.entry(n).or_default();
+                    seen.0 += 1;
+                    if seen.0 > seen.1 {
+                        self.down.insert(n);
+                        self.rpc.fail_to(n);
+                    }
                     self.eligible = true;
-                    self.rpc.fail_to(n);
                 }
             }
             (Kind::Client, "rebooted") => {
                 if let Some(n) = node_field(&d) {
-                    self.down.remove(&n);
+                    let seen = self.notices.entry(n).or_default();
+                    seen.1 += 1;
+                    if seen.0 <= seen.1 {
+                        self.down.remove(&n);
+                    }
                     // What was in flight to the old incarnation is lost; a leader tells the new
                     // one at once what it missed.
                     self.rpc.fail_to(n);
