@@ -14,7 +14,7 @@ fn unknown_system_names_the_valid_ones() {
     let r = flymc_in(d.path(), &["run", "--system", "mongo", "--workload", "x"]);
     assert_one_line_error(
         &r,
-        "unknown system `mongo`; valid: cassandra-sim, raft-sim, zk-le-sim, raft, raft-asyncraft, zookeeper",
+        "unknown system `mongo`; valid systems: cassandra-sim, raft-sim, zk-le-sim, raft, raft-asyncraft, zookeeper",
     );
 }
 

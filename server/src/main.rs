@@ -197,7 +197,13 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    match dispatch(cli) {
+    let result = dispatch(cli);
+    if flymc::cluster::interrupted() {
+        // Ctrl-C: the nodes were killed under the exploration; the handler reports and exits.
+        flymc::cluster::wait_for_cleanup();
+        return ExitCode::from(130);
+    }
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {}", one_line(&e));

@@ -42,7 +42,7 @@ pub fn find_on(name: &str, backend: &str) -> Result<Box<dyn System>, UnknownSyst
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("unknown system `{name}`; valid: {valid}")]
+#[error("unknown system `{name}`; valid systems: {valid}")]
 pub struct UnknownSystem {
     pub name: String,
     pub valid: String,

@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use flymc_model::NodeId;
 
-pub use procs::{cleanup_all, install_cleanup_handler, live_processes};
+pub use procs::{
+    cleanup_all, install_cleanup_handler, interrupted, live_processes, wait_for_cleanup,
+};
 
 /// Where one node of a run lives.
 #[derive(Clone, Debug, PartialEq)]

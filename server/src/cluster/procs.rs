@@ -228,6 +228,7 @@ pub fn live_processes() -> Vec<u32> {
 /// Kill every node process, wait for them (a few seconds at most), remove the run
 /// directories, and refuse to start new processes from now on.
 pub fn cleanup_all() {
+    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
     let (pids, dirs) = {
         let mut st = lock();
         st.shutting_down = true;
@@ -240,6 +241,27 @@ pub fn cleanup_all() {
     super::docker::cleanup_all();
     for d in dirs {
         let _ = std::fs::remove_dir_all(d);
+    }
+    let (done, cv) = &CLEANED;
+    *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    cv.notify_all();
+}
+
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static CLEANED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+
+/// Was flymc interrupted (Ctrl-C, SIGTERM)? Its nodes then die under the running exploration,
+/// which fails; the caller should not report that failure but let the handler finish.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Block until [`cleanup_all`] has finished (the signal handler then exits with 130).
+pub fn wait_for_cleanup() {
+    let (done, cv) = &CLEANED;
+    let mut d = done.lock().unwrap_or_else(|p| p.into_inner());
+    while !*d {
+        d = cv.wait(d).unwrap_or_else(|p| p.into_inner());
     }
 }
 

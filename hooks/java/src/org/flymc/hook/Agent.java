@@ -133,8 +133,13 @@ public final class Agent {
                     Map<String, Object> order = (Map<String, Object>) o;
                     after = Math.max(after, ((Number) order.get("seq")).longValue());
                     String id = (String) ((Map<String, Object>) order.get("event")).get("id");
+                    long began = System.nanoTime();
                     Hook.dispatch(order);
                     Hook.awaitQuiet();
+                    long ms = (System.nanoTime() - began) / 1_000_000;
+                    if (TRACE && ms > 50) {
+                        Hook.log("event " + id + " took " + ms + " ms; last busy: " + Hook.lastBusySeen);
+                    }
                     // Work the integration does once the node rests (e.g. a client's waiting
                     // request, sent when the node serves), part of the same event.
                     while (afterEvent != null && Expr.truth(safe(afterEvent))) {
@@ -161,6 +166,8 @@ public final class Agent {
     // ---------------------------------------------------------------- bytecode rewriting
 
     static final String HOOK = "org/flymc/hook/Hook";
+    /** FLYMC_HOOK_TRACE=1: log events that take long to settle, and what kept the node busy. */
+    static final boolean TRACE = System.getenv("FLYMC_HOOK_TRACE") != null;
 
     static final class Rewriter implements ClassFileTransformer {
         final List<String> prefixes, skip;

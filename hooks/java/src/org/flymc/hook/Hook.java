@@ -105,15 +105,28 @@ public final class Hook {
         }
     }
 
+    /**
+     * Before something is put into queue or monitor `o`: every thread resting on it becomes
+     * busy. Marking before the insert (not after) never marks a thread that has already taken the
+     * item and gone back to rest, which would then look busy until its wait times out.
+     */
     private static void wakeOn(Object o) {
         for (Rest r : resting.values()) {
-            if (r.on == o || (r.kind == TIMER && (((Timer) r.on).queue == o || ((Timer) r.on).monitor == o))) {
+            if (r.on == o || (r.kind == TIMER && ((Timer) r.on).monitor == o)) {
                 r.woken = true;
-                if (r.kind == TIMER) {
-                    Timer t = (Timer) r.on;
-                    synchronized (t) {
-                        t.notifyAll();
-                    }
+            }
+        }
+        bump();
+    }
+
+    /** After an item went into queue `q`: timers waiting on it look again (they stay busy
+     * while it is non-empty). */
+    private static void inserted(Object q) {
+        for (Rest r : resting.values()) {
+            if (r.kind == TIMER && ((Timer) r.on).queue == q) {
+                Timer t = (Timer) r.on;
+                synchronized (t) {
+                    t.notifyAll();
                 }
             }
         }
@@ -147,20 +160,23 @@ public final class Hook {
     }
 
     public static boolean qoffer(BlockingQueue<Object> q, Object x) {
-        boolean ok = q.offer(x);
         wakeOn(q);
+        boolean ok = q.offer(x);
+        inserted(q);
         return ok;
     }
 
     public static boolean qadd(BlockingQueue<Object> q, Object x) {
-        boolean ok = q.add(x);
         wakeOn(q);
+        boolean ok = q.add(x);
+        inserted(q);
         return ok;
     }
 
     public static void qput(BlockingQueue<Object> q, Object x) throws InterruptedException {
-        q.put(x);
         wakeOn(q);
+        q.put(x);
+        inserted(q);
     }
 
     public static void owait(Object o) throws InterruptedException {
@@ -394,13 +410,16 @@ public final class Hook {
             m.setAccessible(true);
             ORIGINALS.put(p.id, m);
         }
+        if (recv instanceof BlockingQueue) {
+            wakeOn(recv);
+        }
         try {
             return m.invoke(recv, args);
         } catch (java.lang.reflect.InvocationTargetException e) {
             throw e.getCause();
         } finally {
             if (recv instanceof BlockingQueue) {
-                wakeOn(recv);
+                inserted(recv);
             }
         }
     }
@@ -568,8 +587,10 @@ public final class Hook {
                     recv.wait();
                 }
             } else {
+                // Woken only by the queue getting an item or the timer firing (the 100 ms is a
+                // backstop for producers outside the instrumented code).
                 synchronized (t) {
-                    while (!t.ready() && !r.woken) {
+                    while (!t.ready()) {
                         t.wait(100);
                     }
                 }
@@ -885,6 +906,7 @@ public final class Hook {
     }
 
     static volatile String lastBusy;
+    static volatile String lastBusySeen;
 
     /** Wait until the node rests: nothing busy twice in a row with no hook activity between. */
     static void awaitQuiet() throws InterruptedException {
@@ -893,6 +915,9 @@ public final class Hook {
             long g = gen.get();
             String b = busyThread();
             lastBusy = b;
+            if (b != null) {
+                lastBusySeen = b;
+            }
             if (b != null && System.nanoTime() - told > 5_000_000_000L) {
                 told = System.nanoTime();
                 log("still busy after " + (told - start) / 1_000_000 + " ms: " + b);
