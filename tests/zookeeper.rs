@@ -362,7 +362,7 @@ fn ctrl_c_leaves_no_container_running() {
         ])
         .current_dir(d.path())
         .env("FLYMC_WORKLOADS", common::workloads())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("flymc starts");
@@ -372,8 +372,10 @@ fn ctrl_c_leaves_no_container_running() {
     unsafe {
         libc::kill(pid as i32, libc::SIGINT);
     }
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("interrupted"), "no summary: {stdout}");
     eventually("no container is left", || containers_of(pid).is_empty());
 }
 
