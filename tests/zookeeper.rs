@@ -350,7 +350,7 @@ fn docker_backend_elects_a_leader_in_containers_and_removes_them() {
 fn ctrl_c_leaves_no_container_running() {
     let _one = one_cluster();
     let d = tmp();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_flymc"))
+    let child = Command::new(env!("CARGO_BIN_EXE_flymc"))
         .args([
             "run",
             "--system",
