@@ -230,6 +230,64 @@ fn the_1419_setting_settles_on_unmodified_3_8_0() {
     assert_eq!(nodes[1].1["state"], "LEADING", "{nodes:?}");
 }
 
+#[test]
+fn a_client_write_is_acknowledged_and_replicated_then_survives_crashes() {
+    let _one = one_cluster();
+    let d = tmp();
+    let ran = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            "zab-1txn-crash",
+            "--max-paths",
+            "3",
+            "--save-paths",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    let paths = saved_paths(d.path());
+    let names = event_names(&paths[0]);
+    for kind in [
+        "client write @n2",
+        "PROPOSAL n2->n",
+        "COMMIT n2->n",
+        "timeout disk:txnlog @n",
+    ] {
+        assert!(
+            names.iter().any(|e| e.starts_with(kind)),
+            "no `{kind}` in {names:?}"
+        );
+    }
+    let nodes = final_vars(&paths[0]);
+    let acked = nodes[2].1["acked"].as_array().expect("acked").clone();
+    assert_eq!(acked.len(), 1, "{nodes:?}");
+    for (_, v) in &nodes {
+        assert_eq!(v["log"].as_array().unwrap(), &acked, "{v}");
+    }
+    // Later paths crash nodes after the write; the write stays with every established node.
+    let crashed = paths
+        .iter()
+        .any(|p| event_names(p).iter().any(|e| e.starts_with("crash")));
+    assert!(crashed, "no path crashed a node");
+}
+
+#[test]
+fn the_docker_image_is_reused_once_built() {
+    let d = tmp();
+    let ran = flymc_in(d.path(), &["setup", "zookeeper", "--docker"]);
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    assert!(
+        ran.stdout
+            .contains("the Docker image flymc/zookeeper:3.8.0 exists"),
+        "{}",
+        ran.stdout
+    );
+    assert!(!ran.stdout.contains("debootstrap"), "{}", ran.stdout);
+}
+
 fn containers_of(pid: u32) -> Vec<String> {
     let out = Command::new("docker")
         .args(["ps", "-a", "--format", "{{.Names}} {{.Status}}", "--filter"])
@@ -292,7 +350,7 @@ fn docker_backend_elects_a_leader_in_containers_and_removes_them() {
 fn ctrl_c_leaves_no_container_running() {
     let _one = one_cluster();
     let d = tmp();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_flymc"))
+    let child = Command::new(env!("CARGO_BIN_EXE_flymc"))
         .args([
             "run",
             "--system",
@@ -304,7 +362,7 @@ fn ctrl_c_leaves_no_container_running() {
         ])
         .current_dir(d.path())
         .env("FLYMC_WORKLOADS", common::workloads())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("flymc starts");
@@ -314,8 +372,10 @@ fn ctrl_c_leaves_no_container_running() {
     unsafe {
         libc::kill(pid as i32, libc::SIGINT);
     }
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("interrupted"), "no summary: {stdout}");
     eventually("no container is left", || containers_of(pid).is_empty());
 }
 

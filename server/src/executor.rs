@@ -246,11 +246,27 @@ impl<'a> Executor<'a> {
         // events.
         let mut sleep: Option<Vec<EventId>> = None;
         let use_sleep = dep.is_some() && plan.tail == Tail::Fifo && !plan.sleep.is_empty();
+        // A random walk that reaches the event limit is not a dead state: before liveness is
+        // judged it gets a fair continuation (the default order, no faults) of up to the
+        // limit again (MaceMC). A path that holds such a continuation replays past the limit.
+        let mut limit = w.max_events;
+        let mut fair = false;
         loop {
             let step_no = run.steps.len();
-            if step_no >= w.max_events {
-                run.ending = Ending::EventLimit;
-                break;
+            if step_no >= limit {
+                let random = matches!(plan.tail, Tail::Random(_));
+                if cursor < plan.prefix.len() && step_no < plan.prefix.len() {
+                    limit = plan.prefix.len();
+                } else if random && !fair && {
+                    let last = run.states.last().expect("initial state");
+                    check(&mut props, last, step_no, PropertyKind::Liveness).is_some()
+                } {
+                    fair = true;
+                    limit = step_no + w.max_events;
+                } else {
+                    run.ending = Ending::EventLimit;
+                    break;
+                }
             }
             let mut enabled: Vec<Enabled> = target
                 .pending()
@@ -316,7 +332,9 @@ impl<'a> Executor<'a> {
                         run.final_enabled = enabled;
                         break;
                     }
-                    Tail::Random(_) => rng.as_mut().expect("seeded").gen_range(0..enabled.len()),
+                    Tail::Random(_) if !fair => {
+                        rng.as_mut().expect("seeded").gen_range(0..enabled.len())
+                    }
                     _ => match default_pick(&enabled, &asleep) {
                         Some(i) => i,
                         None => {

@@ -321,12 +321,16 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     let mut reporter = Reporter::new(&format!("{}/{}", system.name(), workload.name));
     let mut saved: Result<()> = Ok(());
     let mut number = 0u64;
+    let mut last: Option<flymc::explore::Progress> = None;
     let outcome = explore_with(
         system.as_ref(),
         &workload,
         strat.as_mut(),
         &cfg,
-        &mut |p| reporter.update(p),
+        &mut |p| {
+            reporter.update(p);
+            last = Some(p.clone());
+        },
         &mut |run| {
             number += 1;
             if args.save_paths && saved.is_ok() {
@@ -343,6 +347,21 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         },
     );
     reporter.finish();
+    if flymc::cluster::interrupted() {
+        // Ctrl-C: the path in progress died with its nodes; say what was explored before it.
+        match &last {
+            Some(p) => println!(
+                "interrupted: summary: {} paths, {} unique states, {:.2} s, queue left {}",
+                p.paths,
+                p.unique_states,
+                p.elapsed.as_secs_f64(),
+                p.queue
+            ),
+            None => println!("interrupted before the first path ended"),
+        }
+        flymc::cluster::interruption_reported();
+        return Ok(130);
+    }
     let outcome = outcome?;
     saved?;
 

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use flymc_model::NodeId;
 
 pub use procs::{
-    cleanup_all, install_cleanup_handler, interrupted, live_processes, wait_for_cleanup,
+    cleanup_all, install_cleanup_handler, interrupted, interruption_reported, live_processes,
+    wait_for_cleanup,
 };
 
 /// Where one node of a run lives.

@@ -256,6 +256,15 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
+static REPORTED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+
+/// After an interruption: the main thread has printed its summary; the handler may exit.
+pub fn interruption_reported() {
+    let (done, cv) = &REPORTED;
+    *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
+    cv.notify_all();
+}
+
 /// Block until [`cleanup_all`] has finished (the signal handler then exits with 130).
 pub fn wait_for_cleanup() {
     let (done, cv) = &CLEANED;
@@ -273,6 +282,10 @@ pub fn install_cleanup_handler() {
     ONCE.call_once(|| {
         if let Err(e) = ctrlc::set_handler(|| {
             cleanup_all();
+            // Give the main thread a moment to say what it explored; it tells us when it has.
+            let (done, cv) = &REPORTED;
+            let d = done.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = cv.wait_timeout_while(d, Duration::from_secs(3), |d| !*d);
             std::process::exit(130);
         }) {
             tracing::debug!("flymc cleanup: a signal handler is already installed ({e})");
