@@ -519,15 +519,21 @@ fn raft_sim_sets_are_produced_from_its_source() {
     }
 }
 
-/// ZooKeeper 3.8.0's quorum package, when its source is on this machine (`apt-get source
-/// zookeeper`; set FLYMC_ZK_SRC to the unpacked tree): the shipped sets file is what the
-/// analyzer produces, and every FLE notification case and ZAB packet type has entries.
+/// ZooKeeper 3.8.0's quorum package, when its source is on this machine: where `flymc setup
+/// zookeeper` keeps it (CI runs the setup first), or an unpacked `apt-get source zookeeper` tree
+/// named by FLYMC_ZK_SRC. The shipped sets file is what the analyzer produces, and every FLE
+/// notification case and ZAB packet type has entries.
 #[test]
 fn zookeeper_quorum_package() {
-    let root = std::env::var_os("FLYMC_ZK_SRC")
+    let rel = "zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum";
+    let cache = std::env::var_os("FLYMC_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/zk-src/zookeeper-3.8.0"));
-    let quorum = root.join("zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum");
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/flymc")))
+        .unwrap_or_default();
+    let quorum = match std::env::var_os("FLYMC_ZK_SRC") {
+        Some(root) => PathBuf::from(root).join(rel),
+        None => cache.join("src/zookeeper-3.8.0").join(rel),
+    };
     if !quorum.is_dir() {
         eprintln!("skipped: no ZooKeeper source at {}", quorum.display());
         return;

@@ -239,12 +239,42 @@ fn enable_deb_src() -> Result<(), SetupError> {
     run(Command::new("apt-get").arg("update"), "apt-get update")
 }
 
+/// Where setup keeps ZooKeeper 3.8.0's quorum package sources from `apt-get source zookeeper`
+/// (the analyzer's input for `integrations/zookeeper/sets.json`).
+pub fn kept_quorum_source() -> PathBuf {
+    crate::zookeeper::cache_dir().join(
+        "src/zookeeper-3.8.0/zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum",
+    )
+}
+
+fn copy_java_files(from: &Path, to: &Path) -> Result<(), SetupError> {
+    let fail = |e: std::io::Error| {
+        SetupError(format!(
+            "cannot keep the quorum sources in {}: {e}",
+            to.display()
+        ))
+    };
+    std::fs::create_dir_all(to).map_err(fail)?;
+    for entry in std::fs::read_dir(from).map_err(fail)? {
+        let p = entry.map_err(fail)?.path();
+        let Some(name) = p.file_name() else { continue };
+        if p.is_dir() {
+            // Subpackages (auth, flexible, ...) are part of what the analyzer reads.
+            copy_java_files(&p, &to.join(name))?;
+        } else if p.extension().is_some_and(|x| x == "java") {
+            std::fs::copy(&p, to.join(name)).map_err(fail)?;
+        }
+    }
+    Ok(())
+}
+
 /// ZOOKEEPER-1419: FastLeaderElection from Debian's source with the pre-fix predicate,
 /// compiled against the Debian jars, to go first on the class path.
 pub fn build_variant_1419(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
     let out = variant_dir("zookeeper-1419").join("classes");
     let marker = out.join("org/apache/zookeeper/server/quorum/FastLeaderElection.class");
-    if marker.is_file() {
+    let kept = kept_quorum_source();
+    if marker.is_file() && kept.join("FastLeaderElection.java").is_file() {
         say("the zookeeper-1419 variant is built");
         return Ok(());
     }
@@ -272,6 +302,10 @@ pub fn build_variant_1419(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
         .map(|d| d.join("zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum/FastLeaderElection.java"))
         .filter(|f| f.is_file())
         .ok_or_else(|| SetupError("apt-get source zookeeper gave no FastLeaderElection.java".into()))?;
+    // Keep the quorum package: `flymc analyze` and the analyzer's ZooKeeper test read it.
+    if let Some(quorum) = src.parent() {
+        copy_java_files(quorum, &kept)?;
+    }
     let text = std::fs::read_to_string(&src).map_err(|e| SetupError(e.to_string()))?;
     if !text.contains(PREDICATE_FIXED) {
         return err("FastLeaderElection.java does not have 3.8.0's totalOrderPredicate: is this ZooKeeper 3.8.0?");
