@@ -7,11 +7,10 @@
 //! killed. Node processes are watched with pidfds, so the test waits for their exit instead of
 //! sleeping.
 
-use std::io::{BufRead, BufReader};
-use std::os::fd::AsRawFd;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+#[path = "common/kill.rs"]
+mod kill;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use flymc::cluster::raft::{Flavor, RaftSystem};
 use flymc::model::{Target, Workload};
@@ -48,91 +47,12 @@ fn mid_run() -> (RealTarget, Vec<u32>, PathBuf) {
 /// The child: run a cluster, say which processes it has, and wait to be killed.
 #[test]
 fn child_process_entry() {
-    if std::env::var_os(CHILD).is_none() {
-        return;
-    }
-    let (_t, pids, dir) = mid_run();
-    let list: Vec<String> = pids.iter().map(u32::to_string).collect();
-    println!("NODES {} DIR {}", list.join(","), dir.display());
-    // Block until killed (the parent never writes).
-    let mut line = String::new();
-    let _ = std::io::stdin().read_line(&mut line);
-}
-
-/// A pidfd of a process (not necessarily our child): readable once it has ended.
-fn pidfd(pid: u32) -> OwnedFd {
-    // SAFETY: plain syscall; a non-negative result is a new file descriptor we own.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    assert!(
-        fd >= 0,
-        "node process {pid} is not running: {}",
-        std::io::Error::last_os_error()
-    );
-    unsafe { OwnedFd::from_raw_fd(fd as RawFd) }
-}
-
-/// Wait (at most 10 s) for the process behind `fd` to end.
-fn ends(fd: &OwnedFd) -> bool {
-    let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let r = unsafe { libc::poll(&mut p, 1, 10_000) };
-    r == 1 && p.revents & libc::POLLIN != 0
-}
-
-fn kill_flymc_mid_run(signal: i32) -> (std::process::ExitStatus, PathBuf) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_process_entry",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD, "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Keep the child's stdin open until it is dead (`Child::wait` would close it first, and
-    // the child would return from its read and exit on its own).
-    let stdin = child.stdin.take();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    let (pids, dir) = loop {
-        line.clear();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "the child ended before starting its cluster"
-        );
-        // libtest prints `test child_process_entry ... ` before the child's own output.
-        if let Some((_, rest)) = line.trim().split_once("NODES ") {
-            let (pids, dir) = rest.split_once(" DIR ").unwrap();
-            let pids: Vec<u32> = pids.split(',').map(|p| p.parse().unwrap()).collect();
-            break (pids, PathBuf::from(dir));
-        }
-    };
-    let fds: Vec<OwnedFd> = pids.iter().map(|p| pidfd(*p)).collect();
-    // SAFETY: signalling our own child.
-    unsafe {
-        libc::kill(child.id() as libc::pid_t, signal);
-    }
-    let status = child.wait().unwrap();
-    drop(stdin);
-    for (pid, fd) in pids.iter().zip(&fds) {
-        assert!(
-            ends(fd),
-            "node process {pid} outlived flymc (signal {signal})"
-        );
-    }
-    (status, dir)
+    kill::child_entry(CHILD, mid_run);
 }
 
 #[test]
 fn ctrl_c_leaves_no_node_process_and_no_run_directory() {
-    let (status, dir) = kill_flymc_mid_run(libc::SIGINT);
+    let (status, dir) = kill::kill_flymc_mid_run(CHILD, libc::SIGINT);
     assert_eq!(
         status.code(),
         Some(130),
@@ -144,7 +64,7 @@ fn ctrl_c_leaves_no_node_process_and_no_run_directory() {
 #[test]
 fn sigkill_leaves_no_node_process() {
     use std::os::unix::process::ExitStatusExt;
-    let (status, dir) = kill_flymc_mid_run(libc::SIGKILL);
+    let (status, dir) = kill::kill_flymc_mid_run(CHILD, libc::SIGKILL);
     assert_eq!(status.signal(), Some(libc::SIGKILL));
     // Nothing can clean files up after SIGKILL; the processes are what must not survive.
     let _ = std::fs::remove_dir_all(dir);
