@@ -158,6 +158,17 @@ pub enum Msg {
 }
 
 impl Msg {
+    /// An election timeout that no noticed crash caused.
+    fn plain_election_timeout() -> Msg {
+        Msg::ElectionTimeout {
+            crashed: None,
+            crashed_term: 0,
+            crashed_incarnation: 0,
+        }
+    }
+}
+
+impl Msg {
     /// The term of a request sent as leader (append_entries) or (pre-)candidate.
     fn leader_or_candidate_term(&self) -> Option<u64> {
         match self {
@@ -361,14 +372,7 @@ impl Raft {
         // nobody leads and this node's log is more up to date than the pre-candidate's (which
         // then cannot win its vote), it runs itself.
         if free && !n.election_pending(id) && mine > theirs {
-            out.timer(
-                id,
-                Msg::ElectionTimeout {
-                    crashed: None,
-                    crashed_term: 0,
-                    crashed_incarnation: 0,
-                },
-            );
+            out.timer(id, Msg::plain_election_timeout());
         }
     }
 
@@ -533,14 +537,7 @@ impl Raft {
             // Hand-off: this node's log is more up to date than the candidate's, and nobody
             // leads the term it just joined; it runs itself (a candidate needs its vote or an
             // equally up-to-date one).
-            out.timer(
-                id,
-                Msg::ElectionTimeout {
-                    crashed: None,
-                    crashed_term: 0,
-                    crashed_incarnation: 0,
-                },
-            );
+            out.timer(id, Msg::plain_election_timeout());
         }
         let rival = !granted && term == n.current_term && n.voted_for == Some(id);
         out.send(
@@ -601,14 +598,7 @@ impl Raft {
             // so it can win their votes. Otherwise it retries with a pre-vote, which only
             // succeeds where no leader is known.
             if n.election_failed(id) && (n.non_rival || !n.outranked) {
-                out.timer(
-                    id,
-                    Msg::ElectionTimeout {
-                        crashed: None,
-                        crashed_term: 0,
-                        crashed_incarnation: 0,
-                    },
-                );
+                out.timer(id, Msg::plain_election_timeout());
             }
         }
     }
@@ -719,14 +709,7 @@ impl Raft {
                 // Deposed by a node of a newer term that did not elect this node: if that
                 // term gets a leader, this timer finds it known; otherwise this node (whose
                 // log is at least as up to date as its followers') runs again.
-                out.timer(
-                    id,
-                    Msg::ElectionTimeout {
-                        crashed: None,
-                        crashed_term: 0,
-                        crashed_incarnation: 0,
-                    },
-                );
+                out.timer(id, Msg::plain_election_timeout());
             }
             return;
         }
@@ -815,14 +798,7 @@ impl Raft {
             }
         }
         for &t in &config.election_timers {
-            out.timer(
-                t,
-                Msg::ElectionTimeout {
-                    crashed: None,
-                    crashed_term: 0,
-                    crashed_incarnation: 0,
-                },
-            );
+            out.timer(t, Msg::plain_election_timeout());
         }
         nodes
     }

@@ -171,34 +171,26 @@ impl Rpc {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Follower,
-    Candidate,
-    Leader,
-    Learner,
-}
+// What a node reports is what flymc's Raft properties read: one definition for both sides.
+pub use flymc_raft::{Entry, NodeView as Observed, Role};
 
-/// A log entry as reported: `value` is the written number, `null` for a blank entry,
-/// `"config"` for a membership entry.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Entry {
-    pub term: u64,
-    pub value: Value,
-}
-
-/// What the Raft library says about the node.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Observed {
-    pub term: u64,
-    pub voted_for: Option<usize>,
-    pub role: Role,
-    pub leader: Option<usize>,
-    pub log: Vec<Entry>,
-    /// How many log entries the node knows committed.
-    pub commit: u64,
-    pub applied: Vec<Entry>,
+/// Serve one RPC: decode the request the hook delivered, run it on the library, encode the
+/// reply (shared by every library's `request`).
+pub async fn call<Req, Resp, E, F>(
+    name: &str,
+    body: Value,
+    run: impl FnOnce(Req) -> F,
+) -> Result<Value, String>
+where
+    Req: serde::de::DeserializeOwned,
+    Resp: Serialize,
+    E: std::fmt::Display,
+    F: Future<Output = Result<Resp, E>>,
+{
+    let req =
+        serde_json::from_value(body).map_err(|e| format!("undecodable {name} request: {e}"))?;
+    let resp = run(req).await.map_err(|e| e.to_string())?;
+    serde_json::to_value(resp).map_err(|e| e.to_string())
 }
 
 /// One Raft library behind the glue.

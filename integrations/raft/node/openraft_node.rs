@@ -533,32 +533,12 @@ impl RaftLib for Node {
     }
 
     async fn request(&self, name: &str, body: Value) -> Result<Value, String> {
-        let bad = |e: serde_json::Error| format!("undecodable {name} request: {e}");
-        let out = match name {
-            "vote" => {
-                let r = self
-                    .raft
-                    .vote(serde_json::from_value(body).map_err(bad)?)
-                    .await;
-                serde_json::to_value(r.map_err(|e| e.to_string())?)
-            }
-            "append" => {
-                let r = self
-                    .raft
-                    .append_entries(serde_json::from_value(body).map_err(bad)?)
-                    .await;
-                serde_json::to_value(r.map_err(|e| e.to_string())?)
-            }
-            "snapshot" => {
-                let r = self
-                    .raft
-                    .install_snapshot(serde_json::from_value(body).map_err(bad)?)
-                    .await;
-                serde_json::to_value(r.map_err(|e| e.to_string())?)
-            }
-            other => return Err(format!("unknown request `{other}`")),
-        };
-        out.map_err(|e| e.to_string())
+        match name {
+            "vote" => glue::call(name, body, |r| self.raft.vote(r)).await,
+            "append" => glue::call(name, body, |r| self.raft.append_entries(r)).await,
+            "snapshot" => glue::call(name, body, |r| self.raft.install_snapshot(r)).await,
+            other => Err(format!("unknown request `{other}`")),
+        }
     }
 
     async fn elect(&self) {

@@ -196,6 +196,15 @@ impl Workload {
             .and_then(Value::as_u64)
             .unwrap_or(default)
     }
+
+    /// The items of an array parameter; none when absent (or not an array).
+    pub fn param_list(&self, key: &str) -> impl Iterator<Item = &Value> {
+        self.params
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+    }
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {

@@ -84,26 +84,14 @@ impl DemoSystem {
         if flag("persist") {
             args.push("--persist".into());
         }
-        for t in w
-            .params
-            .get("timers")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for t in w.param_list("timers") {
             let t = t
                 .as_str()
                 .ok_or_else(|| bad("timers must be strings".into()))?;
             args.extend(["--timer".into(), t.to_string()]);
         }
         let mut clients = Vec::new();
-        for c in w
-            .params
-            .get("clients")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for c in w.param_list("clients") {
             let mut fields: Map<String, Value> = c
                 .as_object()
                 .cloned()

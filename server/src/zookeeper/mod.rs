@@ -164,13 +164,7 @@ pub fn params(w: &Workload) -> Result<ZkParams, TargetError> {
     };
     let log = w.param_str("log", "warn").to_string();
     let mut clients = Vec::new();
-    for c in w
-        .params
-        .get("clients")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for c in w.param_list("clients") {
         let to = c
             .get("to")
             .and_then(Value::as_u64)
