@@ -41,6 +41,29 @@ fn flymc_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
     }
 }
 
+/// Run `workload` on local processes for `max_paths` paths, saving every path; it must end
+/// without a violation. Returns the run's folder (kept alive), its output and the paths.
+fn explore_clean(workload: &str, max_paths: u32) -> (tempfile::TempDir, Ran, Vec<Value>) {
+    let d = tmp();
+    let max = max_paths.to_string();
+    let ran = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "zookeeper",
+            "--workload",
+            workload,
+            "--max-paths",
+            &max,
+            "--save-paths",
+        ],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    let paths = saved_paths(d.path());
+    (d, ran, paths)
+}
+
 fn saved_paths(dir: &Path) -> Vec<Value> {
     let mut files: Vec<_> = std::fs::read_dir(dir.join("flymc-out"))
         .expect("flymc-out exists")
@@ -93,23 +116,8 @@ fn assert_established_ensemble(path: &Value) {
 #[test]
 fn three_fresh_nodes_elect_a_leader_and_sync_it_through_zab() {
     let _one = one_cluster();
-    let d = tmp();
-    let ran = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "zookeeper",
-            "--workload",
-            "le",
-            "--max-paths",
-            "1",
-            "--save-paths",
-        ],
-    );
-    assert_eq!(ran.code, 0, "{}", ran.all());
+    let (_d, ran, paths) = explore_clean("le", 1);
     assert!(ran.stdout.contains("summary: 1 paths"), "{}", ran.stdout);
-    let paths = saved_paths(d.path());
     assert_established_ensemble(&paths[0]);
     let names = event_names(&paths[0]);
     // FLE notifications, ZAB packets both ways, FLE's finalize timer and crash-point writes.
@@ -134,27 +142,12 @@ fn three_fresh_nodes_elect_a_leader_and_sync_it_through_zab() {
 #[test]
 fn crashes_and_reboots_are_explored_without_a_false_alarm() {
     let _one = one_cluster();
-    let d = tmp();
-    let ran = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "zookeeper",
-            "--workload",
-            "le-3crash",
-            "--max-paths",
-            "3",
-            "--save-paths",
-        ],
-    );
-    assert_eq!(ran.code, 0, "{}", ran.all());
+    let (_d, ran, paths) = explore_clean("le-3crash", 3);
     assert!(
         ran.stdout.contains("no violation within 3 paths"),
         "{}",
         ran.stdout
     );
-    let paths = saved_paths(d.path());
     assert_eq!(paths.len(), 3);
     let faults: Vec<Vec<String>> = paths
         .iter()
@@ -209,22 +202,7 @@ fn zookeeper_1419_never_settles_and_the_path_replays() {
 #[test]
 fn the_1419_setting_settles_on_unmodified_3_8_0() {
     let _one = one_cluster();
-    let d = tmp();
-    let ran = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "zookeeper",
-            "--workload",
-            "zk-1419-fixed",
-            "--max-paths",
-            "1",
-            "--save-paths",
-        ],
-    );
-    assert_eq!(ran.code, 0, "{}", ran.all());
-    let paths = saved_paths(d.path());
+    let (_d, _, paths) = explore_clean("zk-1419-fixed", 1);
     let nodes = final_vars(&paths[0]);
     // n1 has the highest currentEpoch: it must win.
     assert_eq!(nodes[1].1["state"], "LEADING", "{nodes:?}");
@@ -233,22 +211,7 @@ fn the_1419_setting_settles_on_unmodified_3_8_0() {
 #[test]
 fn a_client_write_is_acknowledged_and_replicated_then_survives_crashes() {
     let _one = one_cluster();
-    let d = tmp();
-    let ran = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "zookeeper",
-            "--workload",
-            "zab-1txn-crash",
-            "--max-paths",
-            "3",
-            "--save-paths",
-        ],
-    );
-    assert_eq!(ran.code, 0, "{}", ran.all());
-    let paths = saved_paths(d.path());
+    let (_d, _, paths) = explore_clean("zab-1txn-crash", 3);
     let names = event_names(&paths[0]);
     for kind in [
         "client write @n2",
