@@ -49,7 +49,19 @@ public final class FlymcZk {
         flushClients(peer);
     }
 
-    /** Send the waiting writes once the node serves; true when it sent something. */
+    /** How long a write may take to reach the node's own request pipeline (a generous bound). */
+    private static final long CLIENT_WAIT_NS = 20_000_000_000L;
+
+    /**
+     * Send the waiting writes once the node serves; true when it sent something.
+     *
+     * The client talks to this node's own server over a real socket, and while a request is on
+     * the wire (or in the request throttler) no thread of the node looks busy, so the hook
+     * could report the node at rest before the request is proposed or forwarded, and a re-run
+     * of the same path would see the proposal one event later. So this returns only once the
+     * server has taken every write into its request pipeline (its in-process count grew by
+     * them); from there ZooKeeper's own threads and queues carry it, which the hook watches.
+     */
     public static boolean flushClients(QuorumPeer peer) {
         if (pendingWrites.isEmpty() || peer == null) {
             return false;
@@ -63,20 +75,44 @@ public final class FlymcZk {
                 java.net.InetSocketAddress a = peer.getClientAddress();
                 client = new ZooKeeper(a.getHostString() + ":" + a.getPort(), 100_000_000, e -> { });
             }
+            ZooKeeper c = client;
+            // The session is local (zoo.cfg), so connecting needs no other node.
+            if (!await(() -> c.getState().isConnected())) {
+                System.err.println("flymc: the workload's client did not connect to its node; writes stay pending");
+                return false;
+            }
             AsyncCallback.Create2Callback done = (rc, path, ctx, name, stat) -> {
                 if (rc == 0 && stat != null) {
                     acked.add(stat.getCzxid());
                 }
             };
+            long want = zks.getInProcess();
             for (Object f : new ArrayList<>(pendingWrites)) {
-                client.create("/flymc-" + (written++), String.valueOf(f).getBytes(StandardCharsets.UTF_8),
+                c.create("/flymc-" + (written++), String.valueOf(f).getBytes(StandardCharsets.UTF_8),
                     ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT, done, null);
+                want++;
             }
             pendingWrites.clear();
+            long target = want;
+            if (!await(() -> zks.getInProcess() >= target || !c.getState().isConnected())) {
+                System.err.println("flymc: the node's server did not take the workload's writes in time");
+            }
             return true;
         } catch (Exception e) {
             return false;
         }
+    }
+
+    /** Wait for a condition another thread makes true (polled: ZooKeeper offers no signal). */
+    private static boolean await(java.util.function.BooleanSupplier cond) {
+        long end = System.nanoTime() + CLIENT_WAIT_NS;
+        while (!cond.getAsBoolean()) {
+            if (System.nanoTime() > end) {
+                return false;
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(200_000L);
+        }
+        return true;
     }
 
     /** Zxids of the workload's writes in this node's data tree. */
