@@ -354,9 +354,11 @@ public final class Hook {
         final ArrayDeque<Map<String, Object>> mailbox = new ArrayDeque<>();
         volatile boolean broken;
         volatile String disconnectTimer;
+        /** The read's timeout timer fired: the reader gets a SocketTimeoutException. */
+        volatile boolean timedOut;
 
         synchronized boolean ready() {
-            return broken || !mailbox.isEmpty();
+            return broken || timedOut || !mailbox.isEmpty();
         }
     }
 
@@ -365,6 +367,8 @@ public final class Hook {
     static final Map<String, Gate> gates = new ConcurrentHashMap<>();
     /** Timer id -> the gate it disconnects. */
     static final Map<String, Gate> disconnects = new ConcurrentHashMap<>();
+    /** Read-timeout timer id -> the gate whose waiting read it ends. */
+    static final Map<String, Gate> readTimeouts = new ConcurrentHashMap<>();
 
     static Gate gate(String conn) {
         return gates.computeIfAbsent(conn, k -> new Gate());
@@ -629,18 +633,40 @@ public final class Hook {
                 disconnects.put(t, g);
             }
         }
+        // The socket's read timeout is a timer flymc fires, so a learner waiting on a leader
+        // that went back to electing gives up as it would in real time.
+        String rt = null;
+        if (p.timeout != null && g.mailbox.isEmpty() && !g.broken
+            && (p.timeoutWhen == null || Expr.truth(p.timeoutWhen.eval(env)))) {
+            rt = report("timeout", p.timeout, node, null, null, null, null);
+            readTimeouts.put(rt, g);
+        }
         Map<String, Object> order;
+        boolean timedOut;
         enter(GATE, g);
         try {
             synchronized (g) {
-                while (g.mailbox.isEmpty() && !g.broken) {
+                while (g.mailbox.isEmpty() && !g.broken && !g.timedOut) {
                     g.wait(100);
                 }
-                order = g.mailbox.poll();
+                timedOut = g.timedOut && g.mailbox.isEmpty() && !g.broken;
+                g.timedOut = false;
+                order = timedOut ? null : g.mailbox.poll();
             }
-            pinned.add(Thread.currentThread());
+            if (!timedOut) {
+                pinned.add(Thread.currentThread());
+            }
         } finally {
+            if (rt != null) {
+                readTimeouts.remove(rt);
+            }
             leave();
+        }
+        if (timedOut) {
+            throw new java.net.SocketTimeoutException("flymc: the read timed out");
+        }
+        if (rt != null) {
+            cancel(rt);
         }
         try {
             if (order == null) {
@@ -761,6 +787,14 @@ public final class Hook {
             return;
         }
         case "timeout": {
+            Gate rg = readTimeouts.remove(id);
+            if (rg != null) {
+                synchronized (rg) {
+                    rg.timedOut = true;
+                    rg.notifyAll();
+                }
+                return;
+            }
             Gate g = disconnects.remove(id);
             if (g != null) {
                 g.disconnectTimer = null;

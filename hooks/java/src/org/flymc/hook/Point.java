@@ -19,6 +19,10 @@ final class Point {
     final int occurrence;
     final String name;
     final Expr nameExpr, when, to, fields, payload, channel, conn, peer, action, returns;
+    /** For reads: the timer that ends a read no packet answers (the socket's read timeout), and
+     *  when it applies (null: always). */
+    final String timeout;
+    final Expr timeoutWhen;
     /** Perform the original call after reporting (send), or not (suppress). */
     final boolean proceed;
     /** For timers over Object.wait/sleep: advance the virtual clock to the deadline when fired. */
@@ -60,6 +64,8 @@ final class Point {
         this.peer = expr(m, "peer");
         this.action = expr(m, "do");
         this.returns = expr(m, "returns");
+        this.timeout = str(m, "timeout", null);
+        this.timeoutWhen = expr(m, "timeout_when");
         this.proceed = Boolean.TRUE.equals(m.getOrDefault("proceed", Boolean.TRUE));
         this.clock = Boolean.TRUE.equals(m.getOrDefault("clock", Boolean.FALSE));
     }

@@ -53,14 +53,14 @@ public final class FlymcZk {
     private static final long CLIENT_WAIT_NS = 20_000_000_000L;
 
     /**
-     * Send the waiting writes once the node serves; true when it sent something.
+     * Send the next waiting write once the node serves; true when it sent one.
      *
      * The client talks to this node's own server over a real socket, and while a request is on
      * the wire (or in the request throttler) no thread of the node looks busy, so the hook
      * could report the node at rest before the request is proposed or forwarded, and a re-run
      * of the same path would see the proposal one event later. So this returns only once the
-     * server has taken every write into its request pipeline (its in-process count grew by
-     * them); from there ZooKeeper's own threads and queues carry it, which the hook watches.
+     * server has taken the write into its request pipeline (its in-process count grew); from
+     * there ZooKeeper's own threads and queues carry it, which the hook watches.
      */
     public static boolean flushClients(QuorumPeer peer) {
         if (pendingWrites.isEmpty() || peer == null) {
@@ -86,14 +86,13 @@ public final class FlymcZk {
                     acked.add(stat.getCzxid());
                 }
             };
-            long want = zks.getInProcess();
-            for (Object f : new ArrayList<>(pendingWrites)) {
-                c.create("/flymc-" + (written++), String.valueOf(f).getBytes(StandardCharsets.UTF_8),
-                    ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT, done, null);
-                want++;
-            }
-            pendingWrites.clear();
-            long target = want;
+            // One write per call: the hook calls again once the node rests, so each write is
+            // proposed and parked at its log flush before the next arrives, and ZooKeeper's
+            // group commit does not batch them one run and not the next.
+            long target = zks.getInProcess() + 1;
+            Object f = pendingWrites.remove(0);
+            c.create("/flymc-" + (written++), String.valueOf(f).getBytes(StandardCharsets.UTF_8),
+                ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.PERSISTENT, done, null);
             if (!await(() -> zks.getInProcess() >= target || !c.getState().isConnected())) {
                 System.err.println("flymc: the node's server did not take the workload's writes in time");
             }
