@@ -41,24 +41,27 @@ fn flymc_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ran {
     }
 }
 
+/// `flymc run` of `workload` on local processes for `max_paths` paths, with `extra` arguments.
+fn run_zk(dir: &Path, workload: &str, max_paths: u32, extra: &[&str]) -> Ran {
+    let max = max_paths.to_string();
+    let mut args = vec![
+        "run",
+        "--system",
+        "zookeeper",
+        "--workload",
+        workload,
+        "--max-paths",
+        &max,
+    ];
+    args.extend_from_slice(extra);
+    flymc_in(dir, &args)
+}
+
 /// Run `workload` on local processes for `max_paths` paths, saving every path; it must end
 /// without a violation. Returns the run's folder (kept alive), its output and the paths.
 fn explore_clean(workload: &str, max_paths: u32) -> (tempfile::TempDir, Ran, Vec<Value>) {
     let d = tmp();
-    let max = max_paths.to_string();
-    let ran = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "zookeeper",
-            "--workload",
-            workload,
-            "--max-paths",
-            &max,
-            "--save-paths",
-        ],
-    );
+    let ran = run_zk(d.path(), workload, max_paths, &["--save-paths"]);
     assert_eq!(ran.code, 0, "{}", ran.all());
     let paths = saved_paths(d.path());
     (d, ran, paths)
@@ -172,21 +175,11 @@ fn crashes_and_reboots_are_explored_without_a_false_alarm() {
 fn random_walks_with_faults_settle_without_a_false_alarm() {
     let _one = one_cluster();
     let d = tmp();
-    let ran = flymc_in(
+    let ran = run_zk(
         d.path(),
-        &[
-            "run",
-            "--system",
-            "zookeeper",
-            "--workload",
-            "le-3crash",
-            "--strategy",
-            "random",
-            "--seed",
-            "1",
-            "--max-paths",
-            "2",
-        ],
+        "le-3crash",
+        2,
+        &["--strategy", "random", "--seed", "1"],
     );
     assert_eq!(ran.code, 0, "{}", ran.all());
     assert!(
@@ -200,18 +193,7 @@ fn random_walks_with_faults_settle_without_a_false_alarm() {
 fn zookeeper_1419_never_settles_and_the_path_replays() {
     let _one = one_cluster();
     let d = tmp();
-    let ran = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "zookeeper",
-            "--workload",
-            "zk-1419",
-            "--max-paths",
-            "3",
-        ],
-    );
+    let ran = run_zk(d.path(), "zk-1419", 3, &[]);
     assert_eq!(ran.code, 1, "{}", ran.all());
     assert!(
         ran.stdout
