@@ -281,7 +281,10 @@ pub fn run(
                 }
             }
         }
-        let report = spec.messages.get(&msg_class).and_then(|m| m.report.as_ref());
+        let report = spec
+            .messages
+            .get(&msg_class)
+            .and_then(|m| m.report.as_ref());
         let paths: Vec<PathOut> = finals
             .into_iter()
             .map(|s| {
@@ -536,7 +539,10 @@ fn message_of(
     let (v, is_param, t) = match &h.message {
         Some(v) => named(v)?,
         None => {
-            let p = m.params.iter().find(|p| p.ty.as_deref().is_some_and(is_msg));
+            let p = m
+                .params
+                .iter()
+                .find(|p| p.ty.as_deref().is_some_and(is_msg));
             if p.is_none() && h.kind.is_some() {
                 // An event without a message (what a state transition runs next): the whole
                 // method is the handler of the kind it names.

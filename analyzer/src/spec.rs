@@ -490,8 +490,8 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
         if !m.external {
             let cl = class(prog, &m.class, file, "[[message]]")?;
             for f in m.report.iter().flat_map(|r| r.keys()) {
-                let known = cl.fields.contains_key(f)
-                    || cl.variants.iter().any(|v| v.fields.contains(f));
+                let known =
+                    cl.fields.contains_key(f) || cl.variants.iter().any(|v| v.fields.contains(f));
                 if !known {
                     return Err(err(
                         file,

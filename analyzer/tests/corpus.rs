@@ -202,7 +202,11 @@ fn rust_library_shapes() {
         .find(|e| e.guard == "n.term > m.term")
         .expect("a stale request is its own entry");
     assert!(stale.update.is_empty());
-    assert_eq!(stale.send, ["term".to_string()].into(), "the reply carries the term");
+    assert_eq!(
+        stale.send,
+        ["term".to_string()].into(),
+        "the reply carries the term"
+    );
     let elect = &a.sets().messages["elect"];
     assert_eq!(elect.entries.len(), 1, "no guard from a decided match");
     assert!(elect.entries[0].send.contains("log") && elect.entries[0].update.contains("leader"));
