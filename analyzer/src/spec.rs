@@ -695,7 +695,7 @@ pub fn from_source(prog: &Program) -> Spec {
                             .cloned()
                             .unwrap_or_else(|| f.name.clone()),
                         persistent: flag(a, "persistent"),
-                        guards: !a.args.get("guards").is_some_and(|v| v == "false"),
+                        guards: a.args.get("guards").is_none_or(|v| v != "false"),
                     },
                 );
             }
@@ -789,7 +789,7 @@ fn collect_local_annots(stmts: &[Stmt], m: &Method, spec: &mut Spec) {
                             .cloned()
                             .unwrap_or_else(|| name.clone()),
                         persistent: flag(a, "persistent"),
-                        guards: !a.args.get("guards").is_some_and(|v| v == "false"),
+                        guards: a.args.get("guards").is_none_or(|v| v != "false"),
                     },
                 );
             }
