@@ -673,8 +673,9 @@ fn flag(a: &Annot, key: &str) -> bool {
     a.args.get(key).is_some_and(|v| v == "true")
 }
 
-/// Collect the in-source annotations into a spec.
-pub fn from_source(prog: &Program) -> Spec {
+/// Collect the in-source annotations into a spec; `defaults`: add flymc's default send and
+/// disk dictionaries (a side file's `defaults = false` turns them off for both).
+pub fn from_source(prog: &Program, defaults: bool) -> Spec {
     let mut spec = Spec::default();
     let mut methods: Vec<&Method> = prog
         .classes
@@ -766,7 +767,9 @@ pub fn from_source(prog: &Program) -> Spec {
             collect_catch_annots(&body.stmts, m, &mut spec);
         }
     }
-    add_defaults(&mut spec);
+    if defaults {
+        add_defaults(&mut spec);
+    }
     spec
 }
 

@@ -174,6 +174,25 @@ fn rust_doc_comment_annotations() {
         a.sets().crash[0].update,
         ["accepted", "acks"].map(String::from).into()
     );
+    // `defaults = false` in a side file drops the default send dictionary (`Outbox.send`) for
+    // the in-source annotations too: the promise is then no send.
+    let dir = tempfile::tempdir().unwrap();
+    let side = dir.path().join("a.toml");
+    std::fs::write(&side, "version = 1\ndefaults = false\n").unwrap();
+    let b = analyze(&opts(
+        Lang::Rust,
+        vec![corpus("rust_node")],
+        Some(side),
+        "rust_node",
+    ))
+    .unwrap();
+    let sends = |a: &flymc_analyzer::Analysis| {
+        a.sets().messages["prepare"]
+            .entries
+            .iter()
+            .any(|e| !e.send.is_empty())
+    };
+    assert!(sends(&a) && !sends(&b));
 }
 
 /// A library-style Rust node (the shape of async-raft): renamed node variables, a variable
