@@ -273,11 +273,29 @@ pub fn run(
                 ),
             ));
         }
+        if h.reply {
+            // What the handler returns goes back to the sender.
+            for st in &mut finals {
+                if let Some(v) = st.val.clone() {
+                    ex.record_send(st, &v.all_taint());
+                }
+            }
+        }
+        let report = spec
+            .messages
+            .get(&msg_class)
+            .and_then(|m| m.report.as_ref());
         let paths: Vec<PathOut> = finals
             .into_iter()
-            .map(|s| PathOut {
-                atoms: s.atoms,
-                sets: s.sets,
+            .map(|s| {
+                let mut p = PathOut {
+                    atoms: s.atoms,
+                    sets: s.sets,
+                };
+                if let Some(r) = report {
+                    as_reported(&mut p, r);
+                }
+                p
             })
             .collect();
         let seen = ex.seen.into_inner();
@@ -447,6 +465,39 @@ pub fn run(
     })
 }
 
+/// Keep only the conditions on message fields the hook reports, under the names it reports
+/// them by. Dropping a condition widens the path to where flymc cannot tell (as for a
+/// condition the guard language cannot express); contradictions were already pruned on the
+/// real fields, so that stays sound.
+fn as_reported(p: &mut PathOut, report: &BTreeMap<String, String>) {
+    fn rename(s: &Sym, r: &BTreeMap<String, String>) -> Sym {
+        match s {
+            Sym::M(f) => Sym::M(r.get(f).cloned().unwrap_or_else(|| f.clone())),
+            Sym::Not(a) => Sym::Not(Box::new(rename(a, r))),
+            Sym::Neg(a) => Sym::Neg(Box::new(rename(a, r))),
+            Sym::Len(a) => Sym::Len(Box::new(rename(a, r))),
+            Sym::Bin(a, op, b) => Sym::bin(rename(a, r), op.clone(), rename(b, r)),
+            other => other.clone(),
+        }
+    }
+    let visible = |f: &String| f == KIND_FIELD || report.contains_key(f);
+    p.atoms.retain(|a| {
+        let mut fs = BTreeSet::new();
+        a.test.msg_fields(&mut fs);
+        fs.iter().all(visible)
+    });
+    for a in &mut p.atoms {
+        *a = Atom::new(rename(&a.test, report), a.holds);
+    }
+    p.atoms.sort();
+    p.atoms.dedup();
+    p.sets.msg_fields = std::mem::take(&mut p.sets.msg_fields)
+        .into_iter()
+        .filter(visible)
+        .map(|f| report.get(&f).cloned().unwrap_or(f))
+        .collect();
+}
+
 fn const_of(test: &Sym) -> (String, Sym) {
     if let Sym::Bin(_, _, b) = test {
         let name = match &**b {
@@ -491,8 +542,13 @@ fn message_of(
             let p = m
                 .params
                 .iter()
-                .find(|p| p.ty.as_deref().is_some_and(is_msg))
-                .ok_or_else(|| AnalyzeError::Annotation {
+                .find(|p| p.ty.as_deref().is_some_and(is_msg));
+            if p.is_none() && h.kind.is_some() {
+                // An event without a message (what a state transition runs next): the whole
+                // method is the handler of the kind it names.
+                return Ok((String::new(), true, String::new()));
+            }
+            let p = p.ok_or_else(|| AnalyzeError::Annotation {
                     file: wf.into(),
                     message: format!(
                         "handler `{}.{}` has no parameter of a message class ({}); name the message with `message = \"...\"`",

@@ -79,7 +79,7 @@ impl Val {
             ..Val::opaque()
         }
     }
-    fn all_taint(&self) -> BTreeSet<Src> {
+    pub fn all_taint(&self) -> BTreeSet<Src> {
         let mut t = self.taint.clone();
         if let Obj::Tuple(vs) = &self.obj {
             for v in vs {
@@ -181,7 +181,7 @@ pub struct St {
     node: BTreeMap<String, Val>,
     frames: Vec<Frame>,
     pub status: Status,
-    val: Option<Val>,
+    pub val: Option<Val>,
 }
 
 impl St {
@@ -352,6 +352,8 @@ pub struct Exec<'a> {
     pub spec: &'a Spec,
     field_vars: HashMap<(String, String), String>,
     local_vars: HashMap<(String, String, String), String>,
+    /// Variables no guard may compare (`guards = false`).
+    unguarded: BTreeSet<String>,
     /// Stop a path at statements calling this (the handler's receive call).
     stop_call: Option<String>,
     stop_cache: RefCell<HashMap<usize, bool>>,
@@ -566,6 +568,12 @@ impl<'a> Exec<'a> {
             spec,
             field_vars,
             local_vars,
+            unguarded: spec
+                .all_vars()
+                .into_values()
+                .filter(|v| !v.guards)
+                .map(|v| v.name)
+                .collect(),
             stop_call: None,
             stop_cache: RefCell::new(HashMap::new()),
             stack: RefCell::new(Vec::new()),
@@ -1349,7 +1357,9 @@ impl<'a> Exec<'a> {
     fn note_reads(&self, _st: &mut St, _v: &Val) {}
 
     fn assume_sym(&self, st: St, s: Sym, truth: bool) -> Vec<St> {
-        match s {
+        // Constants compared with constants (`UpdateCurrentLeader::Unknown` matched against
+        // the variants of its enum, `None` against `None`) decide the branch, not a guard.
+        match s.simplify() {
             Sym::Not(a) => self.assume_sym(st, *a, !truth),
             Sym::Bool(b) => {
                 if b == truth {
@@ -1665,8 +1675,10 @@ impl<'a> Exec<'a> {
         st.sets.read.insert(var.to_string());
         let ty = self.var_type(var);
         let primitive = ty.as_deref().is_some_and(|t| PRIMITIVES.contains(&t));
+        // A variable whose reported value is not this value gets no symbol: no guard on it.
+        let guards = !self.unguarded.contains(var);
         let mut v = st.node.get(var).cloned().unwrap_or_else(|| Val {
-            sym: Some(Sym::N(var.to_string())),
+            sym: guards.then(|| Sym::N(var.to_string())),
             taint: BTreeSet::new(),
             obj: Obj::Node(var.to_string()),
             ty: ty.clone(),
@@ -2475,7 +2487,7 @@ impl<'a> Exec<'a> {
         }
     }
 
-    fn record_send(&self, st: &mut St, taint: &BTreeSet<Src>) {
+    pub fn record_send(&self, st: &mut St, taint: &BTreeSet<Src>) {
         st.sets.sends = true;
         for t in taint {
             match t {

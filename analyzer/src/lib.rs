@@ -251,7 +251,7 @@ pub fn analyze(opts: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {
         None => None,
     };
     let (prog, files) = load(opts, &mut gaps)?;
-    let mut sp = spec::from_source(&prog);
+    let mut sp = spec::from_source(&prog, side.as_ref().is_none_or(|s| s.defaults));
     if let (Some(side), Some(path)) = (&side, &opts.annotations) {
         sp = spec::merge(sp, spec::from_side_file(side, &prog, path)?);
     }

@@ -709,6 +709,12 @@ fn expr(ctx: &mut Ctx, e: &syn::Expr) -> Expr {
                 .collect(),
         ),
         E::Await(a) => expr(ctx, &a.base),
+        // An `async` block (spawned, or awaited later) runs its body as if in place: what it
+        // reads, updates and sends counts for the handler that created it.
+        E::Async(a) => {
+            let bl = block(ctx, &a.block);
+            Expr::Stmt(Box::new(ctx.stmt(line, StmtKind::Block(bl))))
+        }
         _ => Expr::Opaque(vec![]),
     }
 }

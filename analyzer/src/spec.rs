@@ -52,6 +52,11 @@ pub struct NodeStateDecl {
     pub name: Option<String>,
     #[serde(default)]
     pub persistent: bool,
+    /// `false`: the variable the node reports under `name` is not this field's value (the
+    /// library keeps the log's last index, the node reports the entries), so no guard may
+    /// compare it; reads and updates still count.
+    #[serde(default = "yes")]
+    pub guards: bool,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -64,6 +69,10 @@ pub struct MessageDecl {
     pub fields: Vec<String>,
     #[serde(default)]
     pub external: bool,
+    /// The fields the node's hook reports for this message, by the name it reports them under
+    /// (`{ last_log_index = "last_index" }`). When given, guards use only these fields, under
+    /// these names: a condition on any other field cannot be checked by flymc and is dropped.
+    pub report: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -75,6 +84,10 @@ pub struct HandlerDecl {
     pub receive: Option<String>,
     pub guard: Option<String>,
     pub kind: Option<String>,
+    /// The handler's return value is the reply sent back to the message's sender (an RPC
+    /// handler whose caller sends what it returns): node variables flowing into it are sent.
+    #[serde(default)]
+    pub reply: bool,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -116,6 +129,8 @@ pub struct CallDecl {
 pub struct NodeVar {
     pub name: String,
     pub persistent: bool,
+    /// Guards may compare it (see `NodeStateDecl::guards`).
+    pub guards: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -125,6 +140,8 @@ pub struct MsgSpec {
     pub kind_field: Option<String>,
     pub fields: Vec<String>,
     pub external: bool,
+    /// Reported fields by their reported names (see `MessageDecl::report`).
+    pub report: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -135,6 +152,7 @@ pub struct HandlerSpec {
     pub receive: Option<String>,
     pub guard: Option<String>,
     pub kind: Option<String>,
+    pub reply: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -231,7 +249,10 @@ impl Spec {
             .chain(self.virtuals.values())
         {
             out.entry(v.name.clone())
-                .and_modify(|old: &mut NodeVar| old.persistent |= v.persistent)
+                .and_modify(|old: &mut NodeVar| {
+                    old.persistent |= v.persistent;
+                    old.guards &= v.guards;
+                })
                 .or_insert_with(|| v.clone());
         }
         out
@@ -404,6 +425,7 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
                             NodeVar {
                                 name: fname.clone(),
                                 persistent: d.persistent,
+                                guards: d.guards,
                             },
                         );
                     }
@@ -419,6 +441,7 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
                         NodeVar {
                             name: name_of(f),
                             persistent: d.persistent,
+                            guards: d.guards,
                         },
                     );
                 }
@@ -441,6 +464,7 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
                     NodeVar {
                         name: name_of(l),
                         persistent: d.persistent,
+                        guards: d.guards,
                     },
                 );
             }
@@ -451,6 +475,7 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
                         NodeVar {
                             name: n.clone(),
                             persistent: d.persistent,
+                            guards: d.guards,
                         },
                     );
                 }
@@ -464,6 +489,19 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
     for m in &side.message {
         if !m.external {
             let cl = class(prog, &m.class, file, "[[message]]")?;
+            for f in m.report.iter().flat_map(|r| r.keys()) {
+                let known =
+                    cl.fields.contains_key(f) || cl.variants.iter().any(|v| v.fields.contains(f));
+                if !known {
+                    return Err(err(
+                        file,
+                        format!(
+                            "[[message]] report names field `{}.{f}`, which does not exist",
+                            m.class
+                        ),
+                    ));
+                }
+            }
             if let Some(kf) = &m.kind_field {
                 if !cl.fields.contains_key(kf) && !cl.is_enum {
                     return Err(err(
@@ -481,6 +519,7 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
                 kind_field: m.kind_field.clone(),
                 fields: m.fields.clone(),
                 external: m.external,
+                report: m.report.clone(),
             },
         );
     }
@@ -494,6 +533,7 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
             receive: h.receive.clone(),
             guard: h.guard.clone(),
             kind: h.kind.clone(),
+            reply: h.reply,
         });
     }
     for (list, out, what) in [
@@ -615,6 +655,16 @@ fn has_catch(m: &Method, ty: &str) -> bool {
     m.body.as_ref().is_some_and(|b| walk(&b.stmts, ty))
 }
 
+/// An in-source `report = "term last_log_index:last_index"`: fields, each optionally renamed.
+fn parse_report(s: &str) -> BTreeMap<String, String> {
+    s.split_whitespace()
+        .map(|f| match f.split_once(':') {
+            Some((field, name)) => (field.to_string(), name.to_string()),
+            None => (f.to_string(), f.to_string()),
+        })
+        .collect()
+}
+
 fn annot<'a>(annots: &'a [Annot], name: &str) -> Option<&'a Annot> {
     annots.iter().find(|a| a.name == name)
 }
@@ -623,8 +673,9 @@ fn flag(a: &Annot, key: &str) -> bool {
     a.args.get(key).is_some_and(|v| v == "true")
 }
 
-/// Collect the in-source annotations into a spec.
-pub fn from_source(prog: &Program) -> Spec {
+/// Collect the in-source annotations into a spec; `defaults`: add flymc's default send and
+/// disk dictionaries (a side file's `defaults = false` turns them off for both).
+pub fn from_source(prog: &Program, defaults: bool) -> Spec {
     let mut spec = Spec::default();
     let mut methods: Vec<&Method> = prog
         .classes
@@ -645,6 +696,7 @@ pub fn from_source(prog: &Program) -> Spec {
                             .cloned()
                             .unwrap_or_else(|| f.name.clone()),
                         persistent: flag(a, "persistent"),
+                        guards: a.args.get("guards").is_none_or(|v| v != "false"),
                     },
                 );
             }
@@ -658,6 +710,7 @@ pub fn from_source(prog: &Program) -> Spec {
                     kind_field: a.args.get("kind_field").cloned(),
                     fields: vec![],
                     external: false,
+                    report: a.args.get("report").map(|r| parse_report(r)),
                 },
             );
         }
@@ -671,6 +724,7 @@ pub fn from_source(prog: &Program) -> Spec {
                 receive: a.args.get("receive").cloned(),
                 guard: a.args.get("guard").cloned(),
                 kind: a.args.get("kind").cloned(),
+                reply: flag(a, "reply"),
             });
         }
         for (name, list) in [
@@ -713,7 +767,9 @@ pub fn from_source(prog: &Program) -> Spec {
             collect_catch_annots(&body.stmts, m, &mut spec);
         }
     }
-    add_defaults(&mut spec);
+    if defaults {
+        add_defaults(&mut spec);
+    }
     spec
 }
 
@@ -736,6 +792,7 @@ fn collect_local_annots(stmts: &[Stmt], m: &Method, spec: &mut Spec) {
                             .cloned()
                             .unwrap_or_else(|| name.clone()),
                         persistent: flag(a, "persistent"),
+                        guards: a.args.get("guards").is_none_or(|v| v != "false"),
                     },
                 );
             }

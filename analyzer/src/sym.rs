@@ -335,7 +335,31 @@ impl Atom {
 
 /// Do two sets of atoms contradict each other (some pair can never hold together)?
 pub fn inconsistent(a: &[Atom], b: &[Atom]) -> bool {
-    a.iter().any(|x| b.iter().any(|y| x.contradicts(y)))
+    a.iter().any(|x| b.iter().any(|y| x.contradicts(y))) || not_ordered(a, b)
+}
+
+/// `x <= y && y <= x && x != y`: comparisons are over a total order (integers), so the three
+/// cannot hold together, though no two of them contradict. Only looked for when `b` brings one
+/// of the three, so a state's atoms are not searched again on every new atom.
+fn not_ordered(a: &[Atom], b: &[Atom]) -> bool {
+    let negated = |t: &Atom| !t.holds && matches!(&t.test, Sym::Bin(_, SOp::Gt | SOp::Eq, _));
+    if !b.iter().any(negated) {
+        return false;
+    }
+    let all: Vec<&Atom> = a.iter().chain(b).filter(|t| negated(t)).collect();
+    all.iter().any(|x| {
+        let Sym::Bin(p, SOp::Gt, q) = &x.test else {
+            return false;
+        };
+        let mirrored = all
+            .iter()
+            .any(|y| matches!(&y.test, Sym::Bin(c, SOp::Gt, d) if c == q && d == p));
+        mirrored
+            && all.iter().any(|y| {
+                matches!(&y.test, Sym::Bin(c, SOp::Eq, d)
+                    if (c == p && d == q) || (c == q && d == p))
+            })
+    })
 }
 
 /// The guard text of a conjunction.
@@ -355,4 +379,38 @@ pub fn guard_text(atoms: &[Atom]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" && ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmp(a: &str, op: SOp, b: &str) -> Sym {
+        Sym::bin(Sym::N(a.into()), op, Sym::M(b.into()))
+    }
+
+    #[test]
+    fn le_both_ways_and_unequal_is_inconsistent() {
+        let le = Atom::new(cmp("term", SOp::Le, "term"), true);
+        let ge = Atom::new(cmp("term", SOp::Ge, "term"), true);
+        let ne = Atom::new(cmp("term", SOp::Ne, "term"), true);
+        assert!(!inconsistent(
+            std::slice::from_ref(&le),
+            std::slice::from_ref(&ge)
+        ));
+        assert!(!inconsistent(
+            std::slice::from_ref(&le),
+            std::slice::from_ref(&ne)
+        ));
+        assert!(inconsistent(
+            &[le.clone(), ge.clone()],
+            std::slice::from_ref(&ne)
+        ));
+        assert!(inconsistent(&[le, ne], &[ge]));
+        // on other operands it is not
+        let other = Atom::new(cmp("term", SOp::Ne, "last_index"), true);
+        let le = Atom::new(cmp("term", SOp::Le, "term"), true);
+        let ge = Atom::new(cmp("term", SOp::Ge, "term"), true);
+        assert!(!inconsistent(&[le, ge], &[other]));
+    }
 }

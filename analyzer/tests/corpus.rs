@@ -174,6 +174,61 @@ fn rust_doc_comment_annotations() {
         a.sets().crash[0].update,
         ["accepted", "acks"].map(String::from).into()
     );
+    // `defaults = false` in a side file drops the default send dictionary (`Outbox.send`) for
+    // the in-source annotations too: the promise is then no send.
+    let dir = tempfile::tempdir().unwrap();
+    let side = dir.path().join("a.toml");
+    std::fs::write(&side, "version = 1\ndefaults = false\n").unwrap();
+    let b = analyze(&opts(
+        Lang::Rust,
+        vec![corpus("rust_node")],
+        Some(side),
+        "rust_node",
+    ))
+    .unwrap();
+    let sends = |a: &flymc_analyzer::Analysis| {
+        a.sets().messages["prepare"]
+            .entries
+            .iter()
+            .any(|e| !e.send.is_empty())
+    };
+    assert!(sends(&a) && !sends(&b));
+}
+
+/// A library-style Rust node (the shape of async-raft): renamed node variables, a variable
+/// reported in another form (`guards = false`), message fields the hook reports under other
+/// names (`report`), an async handler whose return value is the reply, a message-less handler
+/// of its own kind, a send from an async block, and an enum constant matched against its
+/// variants (decided, not a guard).
+#[test]
+fn rust_library_shapes() {
+    check_expected("rust_library", Lang::Rust);
+    let a = analyze(&opts(
+        Lang::Rust,
+        vec![corpus("rust_library")],
+        None,
+        "rust_library",
+    ))
+    .unwrap();
+    let vote = &a.sets().messages["vote"];
+    assert_eq!(vote.fields, ["last_index", "term"]);
+    assert!(vote.entries.iter().all(|e| !e.guard.contains("n.log")
+        && !e.guard.contains("candidate_id")
+        && !e.guard.contains("last_index")));
+    let stale = vote
+        .entries
+        .iter()
+        .find(|e| e.guard == "n.term > m.term")
+        .expect("a stale request is its own entry");
+    assert!(stale.update.is_empty());
+    assert_eq!(
+        stale.send,
+        ["term".to_string()].into(),
+        "the reply carries the term"
+    );
+    let elect = &a.sets().messages["elect"];
+    assert_eq!(elect.entries.len(), 1, "no guard from a decided match");
+    assert!(elect.entries[0].send.contains("log") && elect.entries[0].update.contains("leader"));
 }
 
 /// Remove the in-source annotations from a copy of a corpus program.
@@ -335,6 +390,49 @@ class = "Paxos"
 method = "handle"
 "#,
     );
+    same_with_side_file(
+        "rust_library",
+        "core.rs",
+        Lang::Rust,
+        r#"version = 1
+[[node_state]]
+class = "Core"
+field = "current_term"
+name = "term"
+persistent = true
+[[node_state]]
+class = "Core"
+field = "voted_for"
+persistent = true
+[[node_state]]
+class = "Core"
+field = "last_log_index"
+name = "log"
+persistent = true
+guards = false
+[[node_state]]
+class = "Core"
+field = "target_state"
+name = "role"
+guards = false
+[[node_state]]
+class = "Core"
+field = "current_leader"
+name = "leader"
+[[message]]
+class = "VoteRequest"
+kind = "vote"
+report = { term = "term", last_log_index = "last_index" }
+[[handler]]
+class = "Core"
+method = "handle_vote_request"
+reply = true
+[[handler]]
+class = "Core"
+method = "campaign"
+kind = "elect"
+"#,
+    );
 }
 
 #[test]
@@ -419,6 +517,8 @@ fn annotations_naming_missing_classes_or_fields_are_errors() {
         e.to_string().contains("line 2") && e.to_string().contains("`clas`"),
         "{e}"
     );
+    let e = run("version = 1\n[[message]]\nclass = \"Message\"\nreport = { balot = \"ballot\" }\n");
+    assert!(e.to_string().contains("field `Message.balot`"), "{e}");
     let e = run("version = 2\n");
     assert!(e.to_string().contains("version 2"), "{e}");
 }
@@ -595,5 +695,69 @@ fn zookeeper_quorum_package() {
         a.to_json(),
         shipped,
         "integrations/zookeeper/sets.json is stale: regenerate it"
+    );
+}
+
+/// The crate sources cargo fetched for this workspace (`$CARGO_HOME/registry/src/*/<crate>`,
+/// CARGO_HOME defaulting to ~/.cargo). The Raft node programs depend on these crates, so after
+/// any build of the workspace they are there: their absence is a failure, not a skip.
+fn registry_crate(krate: &str) -> PathBuf {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .expect("neither CARGO_HOME nor HOME is set: cannot find the cargo registry");
+    let src = home.join("registry/src");
+    let found = std::fs::read_dir(&src)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|d| d.path().join(krate))
+        .find(|p| p.join("src").is_dir());
+    found.unwrap_or_else(|| {
+        panic!(
+            "{krate} is not in the cargo registry under {}: build the workspace first \
+             (`cargo build -p flymc --bins` fetches it), or set CARGO_HOME",
+            src.display()
+        )
+    })
+}
+
+/// async-raft 0.6.1, the library inside the `raft-asyncraft` node program: the shipped
+/// integrations/raft/sets-asyncraft.json is exactly what the analysis of its sources with
+/// integrations/raft/analysis/asyncraft.toml produces, so it cannot drift into a hand edit.
+#[test]
+fn async_raft_sets_file_is_the_analysis_of_its_source() {
+    let src = registry_crate("async-raft-0.6.1").join("src");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let a = analyze(&opts(
+        Lang::Rust,
+        vec![src],
+        Some(repo.join("integrations/raft/analysis/asyncraft.toml")),
+        "raft-asyncraft",
+    ))
+    .unwrap();
+    let m = &a.sets().messages;
+    for k in ["vote", "append", "snapshot", "vote-reply"] {
+        assert!(m.contains_key(k), "{k}");
+    }
+    // A request from an older term changes nothing and answers with the node's term.
+    for k in ["vote", "append", "snapshot"] {
+        let stale = m[k]
+            .entries
+            .iter()
+            .find(|e| e.guard == "n.term > m.term")
+            .unwrap_or_else(|| panic!("{k}: no entry for a stale request"));
+        assert!(stale.update.is_empty() && stale.disk.is_empty(), "{k}");
+        assert_eq!(stale.send, ["term".to_string()].into(), "{k}");
+    }
+    let shipped_path = repo.join("integrations/raft/sets-asyncraft.json");
+    let shipped = std::fs::read_to_string(&shipped_path).unwrap();
+    assert_eq!(
+        a.to_json(),
+        shipped,
+        "integrations/raft/sets-asyncraft.json is stale or hand-edited: regenerate it with \
+         `flymc analyze --lang rust <registry>/async-raft-0.6.1/src --annotations \
+         integrations/raft/analysis/asyncraft.toml --system raft-asyncraft --out {}`",
+        shipped_path.display()
     );
 }

@@ -46,9 +46,13 @@
 
 pub mod properties;
 
-/// The sets file of both Raft systems (their nodes report the same variables and receive the
-/// same events).
+/// The sets file of the openraft system (`raft`), written by hand (openraft's sources are not
+/// analysed yet: see ANALYSIS.md).
 pub const SETS: &str = include_str!("../sets.json");
+
+/// The sets file of the async-raft system (`raft-asyncraft`), produced by `flymc analyze` from
+/// async-raft 0.6.1's sources and `analysis/asyncraft.toml` (see ANALYSIS.md).
+pub const SETS_ASYNCRAFT: &str = include_str!("../sets-asyncraft.json");
 
 use flymc_model::{NodeId, Symmetry, TargetError, Workload};
 use serde::{Deserialize, Serialize};

@@ -117,7 +117,10 @@ impl System for RaftSystem {
     }
 
     fn sets_file(&self) -> Option<&'static str> {
-        Some(flymc_raft::SETS)
+        Some(match self.flavor {
+            Flavor::OpenRaft => flymc_raft::SETS,
+            Flavor::AsyncRaft => flymc_raft::SETS_ASYNCRAFT,
+        })
     }
 
     fn message_kinds(&self) -> Option<Vec<&'static str>> {
