@@ -292,6 +292,7 @@ pub fn run(
                     atoms: s.atoms,
                     sets: s.sets,
                 };
+                p.sets.widen(spec);
                 if let Some(r) = report {
                     as_reported(&mut p, r);
                 }
@@ -761,7 +762,9 @@ fn fault_sets(
             }
             for out in ex.run_from(body, &s, vec![st]) {
                 let _ = out.status == Status::Normal;
-                upd.extend(out.sets.update.iter().cloned());
+                let mut sets = out.sets.clone();
+                sets.widen(spec);
+                upd.extend(sets.update);
             }
         }
         if ex.over_budget() {

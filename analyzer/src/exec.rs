@@ -150,6 +150,25 @@ impl Sets {
         self.msg_fields.extend(o.msg_fields.iter().cloned());
         self.sends |= o.sends;
     }
+    /// Count every variable for the further reported variables it stands for
+    /// (`Spec::also`): a field holding several of them is read, updated and sent as a whole.
+    pub fn widen(&mut self, spec: &Spec) {
+        if spec.also.is_empty() {
+            return;
+        }
+        let widen = |set: &mut BTreeSet<String>| {
+            let extra: Vec<String> = set
+                .iter()
+                .flat_map(|v| spec.with_also(v).skip(1).map(str::to_string))
+                .collect();
+            set.extend(extra);
+        };
+        widen(&mut self.read);
+        widen(&mut self.update);
+        widen(&mut self.send);
+        widen(&mut self.non_incr);
+    }
+
     pub fn increments(&self) -> BTreeSet<String> {
         self.update.difference(&self.non_incr).cloned().collect()
     }
@@ -354,6 +373,8 @@ pub struct Exec<'a> {
     local_vars: HashMap<(String, String, String), String>,
     /// Variables no guard may compare (`guards = false`).
     unguarded: BTreeSet<String>,
+    /// Nested message-field paths `report` names, with their prefixes (`vote.leader_id`).
+    nested: BTreeSet<String>,
     /// Stop a path at statements calling this (the handler's receive call).
     stop_call: Option<String>,
     stop_cache: RefCell<HashMap<usize, bool>>,
@@ -573,6 +594,17 @@ impl<'a> Exec<'a> {
                 .into_values()
                 .filter(|v| !v.guards)
                 .map(|v| v.name)
+                .collect(),
+            nested: spec
+                .messages
+                .values()
+                .flat_map(|m| m.report.iter().flat_map(|r| r.keys()))
+                .flat_map(|k| {
+                    k.match_indices('.')
+                        .map(|(i, _)| k[..i].to_string())
+                        .chain(k.contains('.').then(|| k.clone()))
+                        .collect::<Vec<_>>()
+                })
                 .collect(),
             stop_call: None,
             stop_cache: RefCell::new(HashMap::new()),
@@ -2212,7 +2244,18 @@ impl<'a> Exec<'a> {
                     }
                 }
             }
-            Obj::Plain => {}
+            Obj::Plain => {
+                // A field of a message field (`rpc.vote.leader_id.term`) is a nested field of
+                // the message, which `report` may name by the hook's flat field name.
+                // Only paths a `report` names (or leads to) are split out; any other field of a
+                // message field stays part of it, as before.
+                if let Some(Sym::M(p)) = &o.sym {
+                    let path = format!("{p}.{f}");
+                    if self.nested.contains(&path) {
+                        return self.msg_field(st, &path);
+                    }
+                }
+            }
         }
         if let Some(t) = &o.ty {
             if let Some(owner) = self.field_owner(t, f, false) {

@@ -195,6 +195,7 @@ fn source_files(opts: &AnalyzeOptions, gaps: &mut Vec<Gap>) -> Result<Vec<PathBu
 pub fn load(
     opts: &AnalyzeOptions,
     gaps: &mut Vec<Gap>,
+    wrappers: &std::collections::BTreeSet<String>,
 ) -> Result<(ir::Program, usize), AnalyzeError> {
     let files = source_files(opts, gaps)?;
     let mut prog = ir::Program::default();
@@ -227,7 +228,7 @@ pub fn load(
         };
         let res = match opts.lang {
             Lang::Java => java::parse_file(f, &text, &mut prog, &mut next_id),
-            Lang::Rust => rust::parse_file(f, &text, &mut prog, &mut next_id),
+            Lang::Rust => rust::parse_file(f, &text, &mut prog, &mut next_id, wrappers),
         };
         match res {
             Ok(g) => gaps.extend(g),
@@ -250,7 +251,11 @@ pub fn analyze(opts: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {
         Some(p) => Some(spec::read_side_file(p)?),
         None => None,
     };
-    let (prog, files) = load(opts, &mut gaps)?;
+    let wrappers = side
+        .as_ref()
+        .map(|s| s.wrappers.iter().cloned().collect())
+        .unwrap_or_default();
+    let (prog, files) = load(opts, &mut gaps, &wrappers)?;
     let mut sp = spec::from_source(&prog, side.as_ref().is_none_or(|s| s.defaults));
     if let (Some(side), Some(path)) = (&side, &opts.annotations) {
         sp = spec::merge(sp, spec::from_side_file(side, &prog, path)?);

@@ -5,7 +5,7 @@
 //! annotations are doc-comment markers (`/// @FlyMCNodeState`), since Rust has no inert custom
 //! attributes. A file syn cannot parse is skipped and reported with its line and column.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use quote::ToTokens;
@@ -17,9 +17,37 @@ use crate::Gap;
 struct Ctx<'a> {
     file: &'a Path,
     next_id: &'a mut usize,
+    /// Generic wrappers that stand for their first type argument (`Valid<RaftState>` is a
+    /// `RaftState` through `Deref`), named in the side file.
+    wrappers: &'a BTreeSet<String>,
 }
 
 impl Ctx<'_> {
+    /// A type's simple name, seen through the declared wrappers.
+    fn ty(&self, t: &syn::Type) -> Option<String> {
+        match t {
+            syn::Type::Reference(r) => self.ty(&r.elem),
+            syn::Type::Paren(p) => self.ty(&p.elem),
+            syn::Type::Group(g) => self.ty(&g.elem),
+            syn::Type::Path(p) => {
+                let last = p.path.segments.last()?;
+                let name = last.ident.to_string();
+                if self.wrappers.contains(&name) {
+                    if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+                        if let Some(inner) = a.args.iter().find_map(|g| match g {
+                            syn::GenericArgument::Type(t) => Some(t),
+                            _ => None,
+                        }) {
+                            return self.ty(inner);
+                        }
+                    }
+                }
+                Some(name)
+            }
+            _ => None,
+        }
+    }
+
     fn stmt(&mut self, line: usize, kind: StmtKind) -> Stmt {
         *self.next_id += 1;
         Stmt {
@@ -39,6 +67,7 @@ pub fn parse_file(
     text: &str,
     prog: &mut Program,
     next_id: &mut usize,
+    wrappers: &BTreeSet<String>,
 ) -> Result<Vec<Gap>, String> {
     let ast = match syn::parse_file(text) {
         Ok(a) => a,
@@ -52,7 +81,11 @@ pub fn parse_file(
             }]);
         }
     };
-    let mut ctx = Ctx { file, next_id };
+    let mut ctx = Ctx {
+        file,
+        next_id,
+        wrappers,
+    };
     items(&mut ctx, &ast.items, prog);
     Ok(vec![])
 }
@@ -161,7 +194,7 @@ fn items(ctx: &mut Ctx, list: &[syn::Item], prog: &mut Program) {
                         fname.clone(),
                         Field {
                             name: fname,
-                            ty: simple_type(&f.ty),
+                            ty: ctx.ty(&f.ty),
                             annots: annots(&f.attrs),
                             line: line_of(f),
                             ..Field::default()
@@ -206,7 +239,7 @@ fn items(ctx: &mut Ctx, list: &[syn::Item], prog: &mut Program) {
                     k.ident.to_string(),
                     Field {
                         name: k.ident.to_string(),
-                        ty: simple_type(&k.ty),
+                        ty: ctx.ty(&k.ty),
                         is_static: true,
                         is_final: true,
                         init,
@@ -292,13 +325,13 @@ fn func(
                 };
                 params.push(Param {
                     name,
-                    ty: simple_type(&t.ty),
+                    ty: ctx.ty(&t.ty),
                 });
             }
         }
     }
     let ret = match &sig.output {
-        syn::ReturnType::Type(_, t) => simple_type(t),
+        syn::ReturnType::Type(_, t) => ctx.ty(t),
         syn::ReturnType::Default => None,
     };
     Method {
@@ -321,7 +354,7 @@ fn block(ctx: &mut Ctx, b: &syn::Block) -> Block {
     for (i, s) in b.stmts.iter().enumerate() {
         match s {
             syn::Stmt::Local(l) => {
-                let (p, ty) = pat_with_type(&l.pat);
+                let (p, ty) = pat_with_type(ctx, &l.pat);
                 let init = l.init.as_ref().map(|i| expr(ctx, &i.expr));
                 let els = l
                     .init
@@ -369,9 +402,9 @@ fn expr_block(ctx: &mut Ctx, e: &syn::Expr) -> Block {
     }
 }
 
-fn pat_with_type(p: &syn::Pat) -> (syn::Pat, Option<String>) {
+fn pat_with_type(ctx: &Ctx, p: &syn::Pat) -> (syn::Pat, Option<String>) {
     match p {
-        syn::Pat::Type(t) => ((*t.pat).clone(), simple_type(&t.ty)),
+        syn::Pat::Type(t) => ((*t.pat).clone(), ctx.ty(&t.ty)),
         other => (other.clone(), None),
     }
 }
@@ -655,7 +688,7 @@ fn expr(ctx: &mut Ctx, e: &syn::Expr) -> Expr {
             )))
         }
         E::ForLoop(f) => {
-            let (p, ty) = pat_with_type(&f.pat);
+            let (p, ty) = pat_with_type(ctx, &f.pat);
             let iter = expr(ctx, &f.expr);
             let body = block(ctx, &f.body);
             Expr::Stmt(Box::new(ctx.stmt(

@@ -36,6 +36,11 @@ pub struct SideFile {
     /// Add flymc's default send and disk dictionaries (default true).
     #[serde(default = "yes")]
     pub defaults: bool,
+    /// Generic types that stand for their first type argument (`Valid<T>`, `UTime<T, I>`:
+    /// wrappers that `Deref` to it): a field, parameter or local of such a type is resolved as
+    /// the wrapped type (Rust only).
+    #[serde(default)]
+    pub wrappers: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -57,6 +62,10 @@ pub struct NodeStateDecl {
     /// compare it; reads and updates still count.
     #[serde(default = "yes")]
     pub guards: bool,
+    /// More reported variables this field holds (openraft's `vote` is the term, the vote and
+    /// the leader): reading, updating or sending it counts for all of them.
+    #[serde(default)]
+    pub also: Vec<String>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -237,9 +246,16 @@ pub struct Spec {
     /// pattern -> fixed file name (None: derived from the call's arguments).
     pub disks: BTreeMap<CallPat, Option<String>>,
     pub models: Vec<CallModel>,
+    /// variable -> the further reported variables it stands for (`NodeStateDecl::also`).
+    pub also: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Spec {
+    /// `var` and the variables it also stands for.
+    pub fn with_also<'s>(&'s self, var: &'s str) -> impl Iterator<Item = &'s str> + 's {
+        std::iter::once(var).chain(self.also.get(var).into_iter().flatten().map(|s| s.as_str()))
+    }
+
     pub fn all_vars(&self) -> BTreeMap<String, NodeVar> {
         let mut out = BTreeMap::new();
         for v in self
@@ -254,6 +270,20 @@ impl Spec {
                     old.guards &= v.guards;
                 })
                 .or_insert_with(|| v.clone());
+        }
+        // Variables only named by `also` exist too; no guard compares them (no field holds
+        // exactly their value).
+        for (var, extra) in &self.also {
+            let persistent = out.get(var).is_some_and(|v| v.persistent);
+            for e in extra {
+                out.entry(e.clone())
+                    .and_modify(|old: &mut NodeVar| old.persistent |= persistent)
+                    .or_insert_with(|| NodeVar {
+                        name: e.clone(),
+                        persistent,
+                        guards: false,
+                    });
+            }
         }
         out
     }
@@ -413,8 +443,23 @@ fn declares_local(stmts: &[Stmt], name: &str) -> bool {
 /// Resolve a side file against the program.
 pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Spec, AnalyzeError> {
     let mut spec = Spec::default();
+    for w in &side.wrappers {
+        class(prog, w, file, "wrappers")?;
+    }
     for d in &side.node_state {
         let name_of = |f: &str| d.name.clone().unwrap_or_else(|| f.to_string());
+        if !d.also.is_empty() {
+            let (Some(_), Some(f)) = (&d.class, &d.field) else {
+                return Err(err(
+                    file,
+                    "[[node_state]] `also` needs `class` and `field`".into(),
+                ));
+            };
+            spec.also
+                .entry(name_of(f))
+                .or_default()
+                .extend(d.also.iter().cloned());
+        }
         match (&d.class, &d.field, &d.method, &d.local) {
             (Some(c), Some(f), None, None) => {
                 let cl = class(prog, c, file, "[[node_state]]")?;
@@ -490,8 +535,10 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
         if !m.external {
             let cl = class(prog, &m.class, file, "[[message]]")?;
             for f in m.report.iter().flat_map(|r| r.keys()) {
-                let known =
-                    cl.fields.contains_key(f) || cl.variants.iter().any(|v| v.fields.contains(f));
+                // A nested field (`vote.leader_id.term`) is checked by its first step.
+                let f = f.split('.').next().unwrap_or(f);
+                let known = cl.fields.contains_key(f)
+                    || cl.variants.iter().any(|v| v.fields.iter().any(|x| x == f));
                 if !known {
                     return Err(err(
                         file,
@@ -699,6 +746,18 @@ pub fn from_source(prog: &Program, defaults: bool) -> Spec {
                         guards: a.args.get("guards").is_none_or(|v| v != "false"),
                     },
                 );
+                if let Some(also) = a.args.get("also") {
+                    let name = a
+                        .args
+                        .get("name")
+                        .or(a.args.get("value"))
+                        .cloned()
+                        .unwrap_or_else(|| f.name.clone());
+                    spec.also
+                        .entry(name)
+                        .or_default()
+                        .extend(also.split_whitespace().map(str::to_string));
+                }
             }
         }
         if let Some(a) = annot(&c.annots, "FlyMCMessage") {
@@ -886,5 +945,8 @@ pub fn merge(mut a: Spec, b: Spec) -> Spec {
     a.sends.extend(b.sends);
     a.disks.extend(b.disks);
     a.models.extend(b.models);
+    for (k, v) in b.also {
+        a.also.entry(k).or_default().extend(v);
+    }
     a
 }

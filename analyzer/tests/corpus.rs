@@ -231,6 +231,94 @@ fn rust_library_shapes() {
     assert!(elect.entries[0].send.contains("log") && elect.entries[0].update.contains("leader"));
 }
 
+/// openraft's shapes, from a side file: state behind a `Valid<T>` wrapper (`wrappers`), a
+/// `Vote` struct that is the term, the vote and the leader at once (`also`) compared as a
+/// whole, and nested message fields the hook reports flat (`report` with dotted paths).
+#[test]
+fn rust_wrappers_nested_fields_and_whole_structs() {
+    let dir = corpus("rust_wrapped");
+    let side = dir.join("annotations.toml");
+    let a = analyze(&opts(
+        Lang::Rust,
+        vec![dir.join("core.rs")],
+        Some(side.clone()),
+        "rust_wrapped",
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let json = a.to_json();
+    SetsFile::parse("rust_wrapped", &json, &Default::default()).expect("flymc reads the output");
+    let expected = dir.join("expected.json");
+    if std::env::var_os("FLYMC_BLESS").is_some() {
+        std::fs::write(&expected, &json).unwrap();
+    }
+    let want = std::fs::read_to_string(&expected).expect("expected.json (run with FLYMC_BLESS=1)");
+    assert_eq!(json, want, "rust_wrapped: the sets differ\n{}", a.to_text());
+
+    // Through the wrapper, the commit index is a node variable, compared with the nested
+    // message field under the hook's name.
+    let append = &a.sets().messages["append"];
+    assert_eq!(append.fields, ["commit_index"]);
+    let newer = append
+        .entries
+        .iter()
+        .find(|e| e.guard == "m.commit_index > n.commit")
+        .expect("a guard on the nested field, through the wrapper");
+    assert_eq!(newer.update, ["commit".to_string()].into());
+    // The whole-`Vote` comparison is no guard, and reads (and the write updates) every
+    // variable the vote holds.
+    let vote = &a.sets().messages["vote"];
+    let all: std::collections::BTreeSet<String> = ["leader", "term", "voted_for"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    for e in &vote.entries {
+        assert!(!e.guard.contains("n.term"), "{}", e.guard);
+        assert!(e.read.is_superset(&all), "{}", e.guard);
+        assert!(e.send.is_superset(&all), "{}", e.guard);
+    }
+    let behind = vote
+        .entries
+        .iter()
+        .find(|e| e.guard == "n.log > m.last_index")
+        .expect("a guard on the nested last_log_id.index");
+    assert!(behind.update.is_empty());
+
+    // Without `wrappers`, `self.state` is a `Valid` and its fields are not node state: the
+    // update of the commit index is not seen, which is why the wrapper must be named.
+    let tmp = std::env::temp_dir().join(format!("flymc-wrapped-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let text = std::fs::read_to_string(&side).unwrap();
+    let bare = tmp.join("bare.toml");
+    std::fs::write(&bare, text.replace("wrappers = [\"Valid\"]", "")).unwrap();
+    let b = analyze(&opts(
+        Lang::Rust,
+        vec![dir.join("core.rs")],
+        Some(bare),
+        "rust_wrapped",
+    ))
+    .unwrap();
+    assert!(b.sets().messages["append"]
+        .entries
+        .iter()
+        .all(|e| !e.update.contains("commit")));
+    // A wrapper that is not in the sources is an error naming it.
+    let missing = tmp.join("missing.toml");
+    std::fs::write(
+        &missing,
+        text.replace("wrappers = [\"Valid\"]", "wrappers = [\"Nope\"]"),
+    )
+    .unwrap();
+    let err = analyze(&opts(
+        Lang::Rust,
+        vec![dir.join("core.rs")],
+        Some(missing),
+        "rust_wrapped",
+    ))
+    .unwrap_err();
+    assert!(err.to_string().contains("Nope"), "{err}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
 /// Remove the in-source annotations from a copy of a corpus program.
 fn strip(src: &Path, dst: &Path) {
     let text = std::fs::read_to_string(src).unwrap();
