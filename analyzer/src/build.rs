@@ -263,6 +263,19 @@ pub fn run(
             states = ex.run_from(body, site, start);
             finals.append(&mut states);
         }
+        // The commands the handler queued run after it, as part of the same event.
+        let (drained, complete) = ex.drain_queue(finals);
+        let mut finals = drained;
+        if !complete {
+            gaps.push(gap(
+                &exec::file_name(&m.file),
+                m.line,
+                format!(
+                    "handler `{}.{}`: commands kept queueing commands; the queue was run 4 rounds deep",
+                    h.class, h.method
+                ),
+            ));
+        }
         if ex.over_budget() {
             gaps.push(gap(
                 &exec::file_name(&m.file),
@@ -760,7 +773,8 @@ fn fault_sets(
                 // the caught exception
                 Exec::bind_local(&mut st, "__exception", Val::opaque());
             }
-            for out in ex.run_from(body, &s, vec![st]) {
+            let (outs, _) = ex.drain_queue(ex.run_from(body, &s, vec![st]));
+            for out in outs {
                 let _ = out.status == Status::Normal;
                 let mut sets = out.sets.clone();
                 sets.widen(spec);

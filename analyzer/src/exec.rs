@@ -201,6 +201,8 @@ pub struct St {
     frames: Vec<Frame>,
     pub status: Status,
     pub val: Option<Val>,
+    /// Commands pushed on a `[[queue]]`, run after the handler returns.
+    queued: Vec<Val>,
 }
 
 impl St {
@@ -231,6 +233,12 @@ impl St {
     }
     fn absorb(&mut self, o: &St) {
         self.sets.union(&o.sets);
+        // Either path's commands may run: all of them do (more effects, never fewer).
+        for c in &o.queued {
+            if !self.queued.contains(c) {
+                self.queued.push(c.clone());
+            }
+        }
         let keys: BTreeSet<String> = self.node.keys().chain(o.node.keys()).cloned().collect();
         for k in keys {
             let v = match (self.node.get(&k), o.node.get(&k)) {
@@ -686,6 +694,7 @@ impl<'a> Exec<'a> {
             }],
             status: Status::Normal,
             val: None,
+            queued: vec![],
         }
     }
 
@@ -1553,7 +1562,10 @@ impl<'a> Exec<'a> {
                             let kv = Val::sym(Sym::M(KIND_FIELD.into()));
                             self.test_eq(st, &kv, &test)
                         } else if let Some(en) = self.enum_of(enum_name.as_deref(), last) {
-                            if fields.is_empty() {
+                            // A variant with fields is tested only against a constructed
+                            // variant (a constant: decided), never as a guard.
+                            let constant = matches!(v.sym, Some(Sym::Const { .. }));
+                            if fields.is_empty() || constant {
                                 let val = self.variant_value(Some(&en), last);
                                 let c = Val::sym(Sym::Const {
                                     name: last.to_string(),
@@ -1939,10 +1951,25 @@ impl<'a> Exec<'a> {
                     for v in &vals {
                         taint.extend(v.all_taint());
                     }
+                    // `Enum::Variant { .. }`: its variant is a constant, so a `match` on
+                    // it (a queued command run later) takes that arm only.
+                    let sym = match path.as_slice() {
+                        [.., e, var]
+                            if self.prog.classes.get(e).is_some_and(|c| {
+                                c.is_enum && c.variants.iter().any(|v| v.name == *var)
+                            }) =>
+                        {
+                            Some(Sym::Const {
+                                name: var.clone(),
+                                value: Box::new(Sym::Str(self.variant_value(Some(e), var))),
+                            })
+                        }
+                        _ => None,
+                    };
                     out.push((
                         st,
                         Val {
-                            sym: None,
+                            sym,
                             taint,
                             obj: Obj::Plain,
                             ty: path.first().cloned(),
@@ -2629,6 +2656,19 @@ impl<'a> Exec<'a> {
         for v in &vals {
             args_taint.extend(v.all_taint());
         }
+        // a command queue: the command runs after the handler (`drain_queue`)
+        if self
+            .spec
+            .queues
+            .iter()
+            .any(|q| self.pat_matches(&q.pat, name, false, &quals))
+        {
+            let cmd = vals.first().cloned().unwrap_or_else(Val::opaque);
+            if !st.queued.contains(&cmd) {
+                st.queued.push(cmd);
+            }
+            return vec![(st, Val::opaque())];
+        }
         // side-file models of library calls
         if let Some(m) = self
             .spec
@@ -3064,6 +3104,7 @@ impl<'a> Exec<'a> {
                     }],
                     status: Status::Normal,
                     val: None,
+                    queued: vec![],
                 };
                 let res = std::rc::Rc::new(self.inline(base, m, this, vals, line));
                 self.memo.borrow_mut().insert(key, res.clone());
@@ -3083,12 +3124,76 @@ impl<'a> Exec<'a> {
             }
             s.atoms.sort();
             s.sets.union(&o.sets);
+            for c in &o.queued {
+                if !s.queued.contains(c) {
+                    s.queued.push(c.clone());
+                }
+            }
             s.node = o.node.clone();
             s.status = o.status.clone();
             s.val = None;
             out.push((s, v.clone()));
         }
         out
+    }
+
+    /// Run the commands a handler queued (`[[queue]]`), in order, after it returned, and those
+    /// they queue in turn. The node's values are forgotten first (taint kept): the commands
+    /// run later, on whatever state the node is in by then, so their conditions on node state
+    /// are not decided by, nor become guards over, the handler's values. `false`: the queue
+    /// did not drain within the bound (reported as a gap by the caller).
+    pub fn drain_queue(&self, finals: Vec<St>) -> (Vec<St>, bool) {
+        const ROUNDS: usize = 4;
+        let mut done = Vec::new();
+        let mut todo = finals;
+        for _ in 0..ROUNDS {
+            let mut next = Vec::new();
+            for mut st in todo {
+                if st.queued.is_empty() {
+                    done.push(st);
+                    continue;
+                }
+                let cmds = std::mem::take(&mut st.queued);
+                let (status, val) = (st.status.clone(), st.val.clone());
+                for v in st.node.values_mut() {
+                    v.sym = None;
+                }
+                st.status = Status::Normal;
+                let mut states = vec![st];
+                for cmd in cmds {
+                    let mut out = Vec::new();
+                    for s in states {
+                        for q in &self.spec.queues {
+                            let Some(m) = self.method(&q.class, &q.method) else {
+                                continue;
+                            };
+                            let this = Val {
+                                ty: Some(q.class.clone()),
+                                ..Val::opaque()
+                            };
+                            out.extend(
+                                self.inline(s.clone(), m, this, vec![cmd.clone()], m.line)
+                                    .into_iter()
+                                    .map(|(s, _)| s),
+                            );
+                        }
+                    }
+                    states = normalize(out);
+                }
+                for mut s in states {
+                    s.status = status.clone();
+                    s.val = val.clone();
+                    next.push(s);
+                }
+            }
+            todo = next;
+            if todo.is_empty() {
+                return (done, true);
+            }
+        }
+        let drained = todo.iter().all(|s| s.queued.is_empty());
+        done.extend(todo);
+        (done, drained)
     }
 
     fn inline(

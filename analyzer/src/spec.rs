@@ -33,6 +33,8 @@ pub struct SideFile {
     pub disk: Vec<DiskDecl>,
     #[serde(default)]
     pub call: Vec<CallDecl>,
+    #[serde(default)]
+    pub queue: Vec<QueueDecl>,
     /// Add flymc's default send and disk dictionaries (default true).
     #[serde(default = "yes")]
     pub defaults: bool,
@@ -131,6 +133,23 @@ pub struct CallDecl {
     pub disk: Option<String>,
     /// The node variable whose value the call returns.
     pub returns: Option<String>,
+}
+
+/// A command queue: `call` pushes its argument, `run` (`Class.method`, taking the command)
+/// runs it after the handler returns (openraft's `output.push_command` and
+/// `RaftCore::run_command`). What the commands do counts for the event that queued them.
+#[derive(Debug, Default, Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct QueueDecl {
+    pub call: String,
+    pub run: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueModel {
+    pub pat: CallPat,
+    pub class: String,
+    pub method: String,
 }
 
 /// A node variable.
@@ -246,6 +265,7 @@ pub struct Spec {
     /// pattern -> fixed file name (None: derived from the call's arguments).
     pub disks: BTreeMap<CallPat, Option<String>>,
     pub models: Vec<CallModel>,
+    pub queues: Vec<QueueModel>,
     /// variable -> the further reported variables it stands for (`NodeStateDecl::also`).
     pub also: BTreeMap<String, BTreeSet<String>>,
 }
@@ -639,6 +659,30 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
             returns: c.returns.clone(),
         });
     }
+    for q in &side.queue {
+        let Some((c, m)) = q.run.rsplit_once('.') else {
+            return Err(err(
+                file,
+                format!("[[queue]] run `{}` must be `Class.method`", q.run),
+            ));
+        };
+        let cl = class(prog, c, file, "[[queue]]")?;
+        let me = method(cl, m, file, "[[queue]]")?;
+        if me.params.len() != 1 {
+            return Err(err(
+                file,
+                format!(
+                    "[[queue]] run `{}` must take the command as its one parameter",
+                    q.run
+                ),
+            ));
+        }
+        spec.queues.push(QueueModel {
+            pat: CallPat::parse(&q.call),
+            class: c.to_string(),
+            method: m.to_string(),
+        });
+    }
     check_model_vars(&spec, file)?;
     Ok(spec)
 }
@@ -945,6 +989,7 @@ pub fn merge(mut a: Spec, b: Spec) -> Spec {
     a.sends.extend(b.sends);
     a.disks.extend(b.disks);
     a.models.extend(b.models);
+    a.queues.extend(b.queues);
     for (k, v) in b.also {
         a.also.entry(k).or_default().extend(v);
     }

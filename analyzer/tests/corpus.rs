@@ -233,7 +233,8 @@ fn rust_library_shapes() {
 
 /// openraft's shapes, from a side file: state behind a `Valid<T>` wrapper (`wrappers`), a
 /// `Vote` struct that is the term, the vote and the leader at once (`also`) compared as a
-/// whole, and nested message fields the hook reports flat (`report` with dotted paths).
+/// whole, nested message fields the hook reports flat (`report` with dotted paths), and
+/// handlers whose effects are commands a runner executes after them (`[[queue]]`).
 #[test]
 fn rust_wrappers_nested_fields_and_whole_structs() {
     let dir = corpus("rust_wrapped");
@@ -282,6 +283,33 @@ fn rust_wrappers_nested_fields_and_whole_structs() {
         .find(|e| e.guard == "n.log > m.last_index")
         .expect("a guard on the nested last_log_id.index");
     assert!(behind.update.is_empty());
+
+    // Queued commands run after the handler and count for it, each only in its own arm of
+    // the runner's `match`: the vote is saved only where it is granted, the commit applied
+    // only where it advances, and every path answers (the queued reply) with the vote.
+    let granted = vote
+        .entries
+        .iter()
+        .find(|e| e.guard == "n.log <= m.last_index")
+        .unwrap();
+    assert_eq!(granted.disk, ["vote".to_string()].into());
+    assert!(behind.disk.is_empty());
+    let commit = &a.sets().messages["commit"];
+    let advance = commit
+        .entries
+        .iter()
+        .find(|e| e.guard == "m.commit_index > n.commit")
+        .unwrap();
+    let stays = commit
+        .entries
+        .iter()
+        .find(|e| e.guard == "m.commit_index <= n.commit")
+        .unwrap();
+    assert!(advance.update.contains("applied") && advance.update.contains("commit"));
+    assert!(stays.update.is_empty() && stays.disk.is_empty());
+    for e in &commit.entries {
+        assert!(e.send.is_superset(&all), "{}", e.guard);
+    }
 
     // Without `wrappers`, `self.state` is a `Valid` and its fields are not node state: the
     // update of the commit index is not seen, which is why the wrapper must be named.

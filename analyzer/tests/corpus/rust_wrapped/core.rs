@@ -1,7 +1,8 @@
 //! A library-shaped Raft core like openraft's: the node state sits behind a `Valid<T>` wrapper,
 //! the vote is one struct holding the term, the vote and the leader and is compared as a
 //! whole, and the messages nest the fields the hook reports (`req.leader_commit.index`).
-//! Annotated by `annotations.toml` only (wrappers have no in-source form).
+//! Its handlers queue commands that a `Core` runs after them (`[[queue]]`). Annotated by
+//! `annotations.toml` only (wrappers and queues have no in-source form).
 
 use std::ops::Deref;
 
@@ -48,6 +49,51 @@ impl State {
 
 pub struct Engine {
     pub state: Valid<State>,
+    pub output: Output,
+}
+
+pub enum Command {
+    SaveVote { vote: Vote },
+    Respond { resp: VoteResponse },
+    Apply { upto: u64 },
+}
+
+pub struct Output {
+    cmds: Vec<Command>,
+}
+
+impl Output {
+    pub fn push_command(&mut self, c: Command) {
+        self.cmds.push(c);
+    }
+}
+
+pub struct Disk;
+
+impl Disk {
+    pub fn save_vote(&self, _v: &Vote) {}
+}
+
+/// Runs the engine's commands after every handler.
+pub struct Core {
+    pub engine: Engine,
+    pub disk: Disk,
+    pub net: Net,
+    pub applied: u64,
+}
+
+impl Core {
+    pub fn run_command(&mut self, cmd: Command) {
+        match cmd {
+            Command::SaveVote { vote } => self.disk.save_vote(&vote),
+            Command::Respond { resp } => self.net.reply(resp),
+            Command::Apply { upto } => {
+                if upto > self.applied {
+                    self.applied = upto;
+                }
+            }
+        }
+    }
 }
 
 pub struct VoteRequest {
@@ -61,6 +107,11 @@ pub struct VoteResponse {
 }
 
 pub struct AppendRequest {
+    pub vote: Vote,
+    pub leader_commit: LogId,
+}
+
+pub struct CommitRequest {
     pub vote: Vote,
     pub leader_commit: LogId,
 }
@@ -90,6 +141,7 @@ impl Engine {
             return;
         }
         self.state.vote = req.vote;
+        self.output.push_command(Command::SaveVote { vote: req.vote });
         net.reply(VoteResponse {
             vote: req.vote,
             granted: true,
@@ -100,5 +152,21 @@ impl Engine {
         if req.leader_commit.index > self.state.committed {
             self.state.committed = req.leader_commit.index;
         }
+    }
+
+    /// Queues its effects: the commit is applied and the reply sent by the commands.
+    pub fn handle_commit(&mut self, req: CommitRequest) {
+        if req.leader_commit.index > self.state.committed {
+            self.state.committed = req.leader_commit.index;
+            self.output.push_command(Command::Apply {
+                upto: req.leader_commit.index,
+            });
+        }
+        self.output.push_command(Command::Respond {
+            resp: VoteResponse {
+                vote: *self.state.vote_ref(),
+                granted: true,
+            },
+        });
     }
 }
