@@ -1578,6 +1578,20 @@ impl<'a> Exec<'a> {
                         } else {
                             (vec![st.clone()], vec![st])
                         };
+                        // The bound fields' declared types, so calls on them resolve
+                        // (`Command::Respond { resp, .. } => resp.send()`).
+                        let field_ty = |fname: &str| -> Option<String> {
+                            let en = self.enum_of(enum_name.as_deref(), last)?;
+                            let var = self
+                                .prog
+                                .classes
+                                .get(&en)?
+                                .variants
+                                .iter()
+                                .find(|x| x.name == last)?;
+                            let i = var.fields.iter().position(|f| f == fname)?;
+                            var.types.get(i).cloned().flatten()
+                        };
                         let mut m = Vec::new();
                         for s in t {
                             let mut cur = vec![s];
@@ -1590,7 +1604,10 @@ impl<'a> Exec<'a> {
                                         ty: None,
                                     }
                                 } else {
-                                    Val::tainted(v.all_taint())
+                                    Val {
+                                        ty: field_ty(fname),
+                                        ..Val::tainted(v.all_taint())
+                                    }
                                 };
                                 let mut n = Vec::new();
                                 for mut s in cur {

@@ -52,6 +52,8 @@ pub struct Method {
 pub struct Variant {
     pub name: String,
     pub fields: Vec<String>,
+    /// The fields' types (simple names) where known, in the order of `fields`.
+    pub types: Vec<Option<String>>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -77,6 +79,8 @@ pub struct Program {
     pub classes: BTreeMap<String, Class>,
     /// Free functions (Rust), by name.
     pub functions: BTreeMap<String, Method>,
+    /// The side file's wrappers some type in the sources was seen through (Rust).
+    pub unwrapped: std::collections::BTreeSet<String>,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -246,6 +246,7 @@ fn type_decl(ctx: &mut Ctx, n: Node, outer: Option<&str>, prog: &mut Program) {
                     class.variants.push(Variant {
                         name: cname,
                         fields: vec![],
+                        types: vec![],
                     });
                 } else if m.kind() == "enum_body_declarations" {
                     more.extend(kids(*m));

@@ -20,6 +20,8 @@ struct Ctx<'a> {
     /// Generic wrappers that stand for their first type argument (`Valid<RaftState>` is a
     /// `RaftState` through `Deref`), named in the side file.
     wrappers: &'a BTreeSet<String>,
+    /// The wrappers seen through.
+    unwrapped: std::cell::RefCell<BTreeSet<String>>,
 }
 
 impl Ctx<'_> {
@@ -38,6 +40,7 @@ impl Ctx<'_> {
                             syn::GenericArgument::Type(t) => Some(t),
                             _ => None,
                         }) {
+                            self.unwrapped.borrow_mut().insert(name);
                             return self.ty(inner);
                         }
                     }
@@ -85,8 +88,10 @@ pub fn parse_file(
         file,
         next_id,
         wrappers,
+        unwrapped: Default::default(),
     };
     items(&mut ctx, &ast.items, prog);
+    prog.unwrapped.extend(ctx.unwrapped.into_inner());
     Ok(vec![])
 }
 
@@ -212,8 +217,10 @@ fn items(ctx: &mut Ctx, list: &[syn::Item], prog: &mut Program) {
                 c.is_enum = true;
                 c.rename_all = serde_rename_all(&e.attrs);
                 for v in &e.variants {
+                    let types = v.fields.iter().map(|f| ctx.ty(&f.ty)).collect();
                     c.variants.push(Variant {
                         name: v.ident.to_string(),
+                        types,
                         fields: v
                             .fields
                             .iter()

@@ -463,8 +463,15 @@ fn declares_local(stmts: &[Stmt], name: &str) -> bool {
 /// Resolve a side file against the program.
 pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Spec, AnalyzeError> {
     let mut spec = Spec::default();
+    // A wrapper is often another crate's type (`validit::Valid`): it must wrap some type in
+    // the sources, not be one of them.
     for w in &side.wrappers {
-        class(prog, w, file, "wrappers")?;
+        if !prog.unwrapped.contains(w) {
+            return Err(err(
+                file,
+                format!("wrappers names `{w}`, which wraps no type in the analysed sources"),
+            ));
+        }
     }
     for d in &side.node_state {
         let name_of = |f: &str| d.name.clone().unwrap_or_else(|| f.to_string());

@@ -877,3 +877,51 @@ fn async_raft_sets_file_is_the_analysis_of_its_source() {
         shipped_path.display()
     );
 }
+
+/// openraft 0.9.25, the library inside the `raft` node program: the shipped
+/// integrations/raft/sets-openraft.json is exactly what the analysis of its sources with
+/// integrations/raft/analysis/openraft.toml produces.
+#[test]
+fn openraft_sets_file_is_the_analysis_of_its_source() {
+    let src = registry_crate("openraft-0.9.25").join("src");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let a = analyze(&opts(
+        Lang::Rust,
+        vec![src],
+        Some(repo.join("integrations/raft/analysis/openraft.toml")),
+        "raft",
+    ))
+    .unwrap();
+    let m = &a.sets().messages;
+    // The request handlers' queued commands are seen: the vote is saved, the log appended,
+    // and the reply (the node's vote) sent, all by commands run after the handler.
+    for k in ["vote", "append"] {
+        let all = m[k]
+            .entries
+            .last()
+            .unwrap_or_else(|| panic!("{k}: no entries"));
+        assert_eq!(all.guard, "true");
+        assert!(all.disk.contains("vote") && all.disk.contains("log"), "{k}");
+        assert!(
+            all.send.contains("term") && all.send.contains("voted_for"),
+            "{k}"
+        );
+    }
+    // A granted vote may elect the node: its replication streams send the leader's vote.
+    let reply = m["vote-reply"].entries.last().unwrap();
+    assert!(reply.update.contains("role") && reply.send.contains("term"));
+    // Kinds the analysis does not see get no entries (dependent on everything).
+    for k in ["append-reply", "snapshot", "elect", "write"] {
+        assert!(!m.contains_key(k), "{k}");
+    }
+    let shipped_path = repo.join("integrations/raft/sets-openraft.json");
+    let shipped = std::fs::read_to_string(&shipped_path).unwrap();
+    assert_eq!(
+        a.to_json(),
+        shipped,
+        "integrations/raft/sets-openraft.json is stale or hand-edited: regenerate it with \
+         `flymc analyze --lang rust <registry>/openraft-0.9.25/src --annotations \
+         integrations/raft/analysis/openraft.toml --system raft --out {}`",
+        shipped_path.display()
+    );
+}

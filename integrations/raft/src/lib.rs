@@ -46,9 +46,9 @@
 
 pub mod properties;
 
-/// The sets file of the openraft system (`raft`), written by hand (openraft's sources are not
-/// analysed yet: see ANALYSIS.md).
-pub const SETS: &str = include_str!("../sets.json");
+/// The sets file of the openraft system (`raft`), produced by `flymc analyze` from openraft
+/// 0.9.25's sources and `analysis/openraft.toml` (see ANALYSIS.md).
+pub const SETS: &str = include_str!("../sets-openraft.json");
 
 /// The sets file of the async-raft system (`raft-asyncraft`), produced by `flymc analyze` from
 /// async-raft 0.6.1's sources and `analysis/asyncraft.toml` (see ANALYSIS.md).
