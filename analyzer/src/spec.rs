@@ -292,18 +292,14 @@ impl Spec {
                 .or_insert_with(|| v.clone());
         }
         // Variables only named by `also` exist too; no guard compares them (no field holds
-        // exactly their value).
-        for (var, extra) in &self.also {
-            let persistent = out.get(var).is_some_and(|v| v.persistent);
-            for e in extra {
-                out.entry(e.clone())
-                    .and_modify(|old: &mut NodeVar| old.persistent |= persistent)
-                    .or_insert_with(|| NodeVar {
-                        name: e.clone(),
-                        persistent,
-                        guards: false,
-                    });
-            }
+        // exactly their value), and they are not persistent unless declared so (a crash then
+        // counts as changing them: the safe side).
+        for e in self.also.values().flatten() {
+            out.entry(e.clone()).or_insert_with(|| NodeVar {
+                name: e.clone(),
+                persistent: false,
+                guards: false,
+            });
         }
         out
     }
