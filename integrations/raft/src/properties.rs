@@ -258,3 +258,39 @@ pub fn all() -> Vec<Box<dyn Property>> {
         Box::new(EventuallyLeader),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use flymc_model::NodeView as Node;
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn node(term: u64, role: &str, leader: Option<usize>, elections_left: u64) -> Node {
+        let Value::Object(vars) = json!({
+            "term": term, "voted_for": null, "role": role, "leader": leader, "log": [],
+            "commit": 0, "applied": [], "elections_left": elections_left,
+        }) else {
+            unreachable!("an object literal")
+        };
+        Node { alive: true, vars }
+    }
+
+    #[test]
+    fn a_node_left_behind_by_its_election_budget_is_no_liveness_violation() {
+        // n0 still leads term 3; n2 campaigned on to term 5 and has no firings left.
+        let state = |left: u64| GlobalState {
+            nodes: vec![
+                node(3, "leader", Some(0), 0),
+                node(3, "follower", Some(0), 1),
+                node(5, "candidate", None, left),
+            ],
+            network: Vec::new(),
+            env: Value::Null,
+        };
+        EventuallyLeader.check(&state(0)).unwrap();
+        // With a firing left, n2 would have an election timer pending: a stuck node.
+        let e = EventuallyLeader.check(&state(1)).unwrap_err();
+        assert!(e.contains("n2 (term 5) knows no leader"), "{e}");
+    }
+}
