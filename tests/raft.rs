@@ -80,8 +80,10 @@ fn leaders(run: &Run) -> Vec<usize> {
 fn flymc_exhausts_openraft_leader_election_and_every_path_elects_one_leader() {
     let sys = openraft();
     let w = shipped("raft", "le");
-    let (runs, exhausted, violated) = explore(&sys, &w, "flymc", 400, false);
-    assert!(exhausted, "raft/le is exhausted within 400 paths");
+    // A timer that fires before the message that would have cancelled it is an order of its
+    // own (828 paths to exhaust when measured; 45 before cancelled timers were tried).
+    let (runs, exhausted, violated) = explore(&sys, &w, "flymc", 1500, false);
+    assert!(exhausted, "raft/le is exhausted within 1500 paths");
     assert!(!violated);
     assert!(runs.len() > 5, "more than a handful of orders");
     let ended: Vec<&Run> = runs
@@ -95,8 +97,9 @@ fn flymc_exhausts_openraft_leader_election_and_every_path_elects_one_leader() {
         let log = last.var(0, "log").and_then(Value::as_array).unwrap();
         assert!(log.len() >= 2, "membership and the leader's blank entry");
     }
-    // Every run elected: no node is left in term 0.
-    for r in &runs {
+    // Every run that ended elected: no node is left in term 0. (A sleep-blocked run stops
+    // part way by design: its rest is explored by other paths.)
+    for r in runs.iter().filter(|r| r.ending == Ending::Quiescent) {
         let last = r.states.last().unwrap();
         assert!((0..3).all(|i| last.var(i, "term").and_then(Value::as_i64) >= Some(1)));
     }

@@ -185,7 +185,8 @@ impl Property for CommittedNeverLost {
 ///
 /// Only judged at a quiescent end: a run cut short by the event limit with a vote still in
 /// flight may yet elect a leader, and calling that a violation would be a false alarm. Nor
-/// when no node leads and some live node has used up its election timer firings.
+/// when no node leads and some live node has used up its election timer firings, nor for a
+/// node that does not follow the leader and has used up its own.
 #[derive(Default)]
 pub struct EventuallyLeader;
 
@@ -206,6 +207,13 @@ impl Property for EventuallyLeader {
         if alive.len() * 2 <= n {
             return Ok(());
         }
+        let spent = |i: NodeId| {
+            state.nodes[i]
+                .vars
+                .get("elections_left")
+                .and_then(|v| v.as_u64())
+                == Some(0)
+        };
         let Some(&l) = alive
             .iter()
             .filter(|&&i| vs[i].1.role == Role::Leader)
@@ -215,14 +223,7 @@ impl Property for EventuallyLeader {
             // split vote that used them up ended the run, not the protocol. No scheduler can
             // rule out split votes forever (Raft's randomised timeouts only make them
             // unlikely), so this is the fairness the check assumes.
-            let spent = alive.iter().any(|&i| {
-                state.nodes[i]
-                    .vars
-                    .get("elections_left")
-                    .and_then(|v| v.as_u64())
-                    == Some(0)
-            });
-            if spent {
+            if alive.iter().any(|&i| spent(i)) {
                 return Ok(());
             }
             return Err(format!(
@@ -233,7 +234,8 @@ impl Property for EventuallyLeader {
         let term = vs[l].1.term;
         for &i in &alive {
             let v = &vs[i].1;
-            if v.leader != Some(l) || v.term != term {
+            // As above: a node that could not time out again to catch up is the budget's doing.
+            if (v.leader != Some(l) || v.term != term) && !spent(i) {
                 return Err(format!(
                     "n{l} leads term {term} but n{i} (term {}) knows {}",
                     v.term,
@@ -255,4 +257,40 @@ pub fn all() -> Vec<Box<dyn Property>> {
         Box::new(CommittedNeverLost::default()),
         Box::new(EventuallyLeader),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use flymc_model::NodeView as Node;
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn node(term: u64, role: &str, leader: Option<usize>, elections_left: u64) -> Node {
+        let Value::Object(vars) = json!({
+            "term": term, "voted_for": null, "role": role, "leader": leader, "log": [],
+            "commit": 0, "applied": [], "elections_left": elections_left,
+        }) else {
+            unreachable!("an object literal")
+        };
+        Node { alive: true, vars }
+    }
+
+    #[test]
+    fn a_node_left_behind_by_its_election_budget_is_no_liveness_violation() {
+        // n0 still leads term 3; n2 campaigned on to term 5 and has no firings left.
+        let state = |left: u64| GlobalState {
+            nodes: vec![
+                node(3, "leader", Some(0), 0),
+                node(3, "follower", Some(0), 1),
+                node(5, "candidate", None, left),
+            ],
+            network: Vec::new(),
+            env: Value::Null,
+        };
+        EventuallyLeader.check(&state(0)).unwrap();
+        // With a firing left, n2 would have an election timer pending: a stuck node.
+        let e = EventuallyLeader.check(&state(1)).unwrap_err();
+        assert!(e.contains("n2 (term 5) knows no leader"), "{e}");
+    }
 }

@@ -15,7 +15,7 @@ use rand_chacha::ChaCha8Rng;
 use super::sleep::{origins, Origin, SleepSets};
 use super::{Strategy, StrategyStats};
 pub use crate::dependence::Dependence;
-use crate::executor::{Plan, Run, Tail};
+use crate::executor::{Ending, Plan, Run, Tail};
 
 /// The event with id `id` enabled before step `i` (or at the end of the run).
 pub fn enabled_event(run: &Run, i: usize, id: EventId) -> Option<&Event> {
@@ -123,6 +123,15 @@ pub fn reversals(
     i: usize,
     j: usize,
 ) -> Vec<(EventId, Vec<EventId>)> {
+    // A crash or reboot has no cause among the events between `i` and `j`: it moves straight
+    // to before `i`. (A wakeup sequence would start with some other event, and be lost where
+    // that event is already scheduled.)
+    let moved = run.steps[j].event();
+    if moved.is_fault() && enabled_event(run, i, moved.id).is_some() {
+        let mut prefix = ids[..i].to_vec();
+        prefix.push(moved.id);
+        return vec![(moved.id, prefix)];
+    }
     let after = comes_after(dep, run, i, j);
     if !after[j] {
         let mut prefix = ids[..i].to_vec();
@@ -137,6 +146,29 @@ pub fn reversals(
             p.push(c);
             (c, p)
         })
+        .collect()
+}
+
+/// The events step `j` disabled: enabled before it, not chosen, and gone after it without
+/// running (a timer the step cancelled, a message a crash dropped). Disabling is a dependence no
+/// later step can show, since the disabled event never runs, so each of them must be tried
+/// before `j` directly. Faults are left out: one crash using up the budget for another is the
+/// fault budget, not an order. The last step counts only when the run ended quiescent, when
+/// what stayed enabled after it is known.
+pub fn disabled_by(run: &Run, j: usize) -> Vec<EventId> {
+    let step = &run.steps[j];
+    let after: HashSet<EventId> = match run.steps.get(j + 1) {
+        Some(next) => next.enabled.iter().map(|e| e.event.id).collect(),
+        None if run.ending == Ending::Quiescent => {
+            run.final_enabled.iter().map(|e| e.event.id).collect()
+        }
+        None => return Vec::new(),
+    };
+    step.enabled
+        .iter()
+        .enumerate()
+        .filter(|&(k, e)| k != step.chosen && !e.event.is_fault() && !after.contains(&e.event.id))
+        .map(|(_, e)| e.event.id)
         .collect()
 }
 
@@ -252,6 +284,16 @@ impl<D: Dependence> Strategy for Dpor<D> {
                 self.consider(run, (i, hashes[i]), c, prefix, &asleep[i], &mut new);
             }
         }
+        for j in 0..run.steps.len() {
+            if self.opts.bound.is_some_and(|b| j >= b) {
+                break;
+            }
+            for c in disabled_by(run, j) {
+                let mut prefix = ids[..j].to_vec();
+                prefix.push(c);
+                self.consider(run, (j, hashes[j]), c, prefix, &asleep[j], &mut new);
+            }
+        }
         // Faults left untaken at the end: run them there, and races move them earlier.
         let end = run.steps.len();
         if self.opts.bound.is_none_or(|b| end < b) {
@@ -295,5 +337,113 @@ impl<D: Dependence> Strategy for Dpor<D> {
             pruned,
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use flymc_model::{EventKind, GlobalState, VectorClock};
+    use serde_json::Map;
+
+    use super::*;
+    use crate::executor::{Enabled, Step};
+    use crate::strategy::mdpor::SameNode;
+
+    fn event(id: u64, kind: EventKind, to: usize) -> Enabled {
+        Enabled {
+            event: Event {
+                id: EventId(id),
+                kind,
+                name: "e".into(),
+                from: None,
+                to,
+                fields: Map::new(),
+                parent: None,
+            },
+            vc: VectorClock::new(2),
+        }
+    }
+
+    /// Step 0 delivers message 1 to n0, which cancels n0's timer 2; step 1 delivers message 3.
+    /// A crash of n0 stays enabled throughout.
+    fn cancelling_run(ending: Ending) -> Run {
+        let m = event(1, EventKind::Message, 0);
+        let t = event(2, EventKind::Timeout, 0);
+        let m2 = event(3, EventKind::Message, 1);
+        let c = Enabled {
+            event: Event::crash(0, 0),
+            vc: VectorClock::new(2),
+        };
+        let step = |enabled: Vec<Enabled>, node: usize| {
+            let mut vc = VectorClock::new(2);
+            vc.tick(node);
+            Step {
+                enabled,
+                chosen: 0,
+                vc,
+                cached: false,
+            }
+        };
+        let state = GlobalState::new(Vec::new(), &[]);
+        Run {
+            steps: vec![step(vec![m, t, c.clone()], 0), step(vec![m2, c.clone()], 1)],
+            hashes: vec![state.hash(); 3],
+            states: vec![state; 3],
+            ending,
+            violation: None,
+            final_enabled: vec![c],
+            diverged_at: None,
+        }
+    }
+
+    #[test]
+    fn a_cancelled_timer_is_disabled_by_the_step_that_cancelled_it() {
+        let run = cancelling_run(Ending::Quiescent);
+        assert_eq!(disabled_by(&run, 0), vec![EventId(2)]);
+        // The crash stays enabled, and message 3 ran: nothing disabled.
+        assert!(disabled_by(&run, 1).is_empty());
+        // After a run cut short, what the last step disabled is unknown.
+        let run = cancelling_run(Ending::EventLimit);
+        assert_eq!(disabled_by(&run, 0), vec![EventId(2)]);
+        assert!(disabled_by(&run, 1).is_empty());
+    }
+
+    #[test]
+    fn dpor_tries_a_cancelled_timer_before_the_step_that_cancelled_it() {
+        let run = cancelling_run(Ending::Quiescent);
+        let mut dpor = Dpor::new("mdpor", SameNode, DporOptions::default());
+        assert_eq!(dpor.next_plan().unwrap().prefix, Vec::<EventId>::new());
+        dpor.observe(&run);
+        let mut firsts = Vec::new();
+        while let Some(plan) = dpor.next_plan() {
+            firsts.push(plan.prefix.clone());
+        }
+        assert!(
+            firsts.contains(&vec![EventId(2)]),
+            "the timer runs first on some path: {firsts:?}"
+        );
+    }
+
+    #[test]
+    fn a_crash_racing_with_an_earlier_step_moves_straight_before_it() {
+        // n0 takes message 1, n1 message 3, then n0 crashes: the crash races with message 1.
+        let mut run = cancelling_run(Ending::Quiescent);
+        let crash = run.final_enabled[0].clone();
+        run.steps.push(Step {
+            enabled: vec![crash.clone()],
+            chosen: 0,
+            vc: VectorClock(vec![2, 0]),
+            cached: false,
+        });
+        run.states.push(run.states[0].clone());
+        run.hashes.push(run.hashes[0]);
+        run.final_enabled.clear();
+        let ids = run.event_ids();
+        assert_eq!(last_race(&mut SameNode, &run, 2), Some(0));
+        // Not behind message 3 (a wakeup sequence starting with an unrelated event).
+        assert_eq!(
+            reversals(&mut SameNode, &run, &ids, 0, 2),
+            vec![(crash.event.id, vec![crash.event.id])]
+        );
     }
 }

@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashSet};
 use flymc_model::sets::SetsFile;
 use flymc_model::{EventId, Symmetry};
 
-use super::dpor::{last_race, prefix_hashes, race_candidates, reversals, Dependence};
+use super::dpor::{disabled_by, last_race, prefix_hashes, race_candidates, reversals, Dependence};
 use super::mdpor::SameNode;
 use super::sleep::{origins, Origin, SleepSets};
 use super::{Strategy, StrategyStats};
@@ -204,6 +204,15 @@ impl Strategy for Flymc {
                             self.stats.independence += 1;
                         }
                     }
+                }
+            }
+        }
+        for j in 0..run.steps.len() {
+            for c in disabled_by(run, j) {
+                if !asleep[j].contains(&c) && self.scheduled.insert((hashes[j], c)) {
+                    let mut prefix = ids[..j].to_vec();
+                    prefix.push(c);
+                    new.push((j, c, prefix));
                 }
             }
         }
