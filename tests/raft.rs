@@ -180,6 +180,11 @@ fn bad_raft_workload_parameters_are_refused() {
     let w = Workload::parse(Path::new("bad.toml"), text).unwrap();
     let err = openraft().target(&w).err().expect("refused").to_string();
     assert!(err.contains("unknown parameter `speed`"), "{err}");
+    let text =
+        "version = 1\nsystem = \"raft\"\nnodes = 3\nmax_events = 10\n[params]\nheartbeats = 10\n";
+    let w = Workload::parse(Path::new("bad.toml"), text).unwrap();
+    let err = openraft().target(&w).err().expect("refused").to_string();
+    assert!(err.contains("heartbeats must be 0..9"), "{err}");
 }
 
 /// The interleaving of `raft-asyncraft/stale-commit` that breaks async-raft 0.6.1, as the

@@ -27,12 +27,15 @@ pub struct Args {
     pub elections: u32,
     /// Nodes whose election timer is armed at the start of a run.
     pub election_timers: Vec<usize>,
+    /// How often a leader's heartbeat timer may fire per incarnation (0: it has none).
+    pub heartbeats: u32,
 }
 
 pub fn args(program: &str) -> Result<Args, String> {
     let mut a = Args {
         elections: 2,
         election_timers: Vec::new(),
+        heartbeats: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -44,6 +47,7 @@ pub fn args(program: &str) -> Result<Args, String> {
         match arg.as_str() {
             "--elections" => a.elections = number("--elections")? as u32,
             "--election-timer" => a.election_timers.push(number("--election-timer")? as usize),
+            "--heartbeats" => a.heartbeats = number("--heartbeats")? as u32,
             other => return Err(format!("{program}: unknown argument `{other}`")),
         }
     }
@@ -218,6 +222,11 @@ pub struct Driver<R> {
     elections_left: u32,
     eligible: bool,
     elect: Option<EventId>,
+    /// Whether the workload gives leaders a heartbeat timer at all (its variables are
+    /// reported only then).
+    beats: bool,
+    heartbeats_left: u32,
+    beat: Option<EventId>,
     down: BTreeSet<usize>,
     /// Per peer: crash and reboot notices received. flymc may deliver a crash notice after
     /// the reboot notice that follows it (they are two events), so a peer is down when it has
@@ -240,6 +249,9 @@ impl<R: RaftLib> Driver<R> {
             elections_left: args.elections,
             eligible,
             elect: None,
+            beats: args.heartbeats > 0,
+            heartbeats_left: args.heartbeats,
+            beat: None,
             down: BTreeSet::new(),
             notices: HashMap::new(),
             queued: Vec::new(),
@@ -265,6 +277,10 @@ impl<R: RaftLib> Driver<R> {
             m.insert("eligible".into(), json!(self.eligible));
             m.insert("down".into(), json!(self.down));
             m.insert("queued".into(), json!(self.queued));
+            if self.beats {
+                m.insert("beat".into(), json!(self.beat.is_some()));
+                m.insert("heartbeats_left".into(), json!(self.heartbeats_left));
+            }
         }
         v
     }
@@ -330,6 +346,13 @@ impl<R: RaftLib> Driver<R> {
                     self.raft.elect().await;
                 }
             }
+            (Kind::Timeout, "heartbeat") => {
+                self.beat = None;
+                if self.heartbeats_left > 0 && self.raft.observe().role == Role::Leader {
+                    self.heartbeats_left -= 1;
+                    self.raft.heartbeat().await;
+                }
+            }
             (Kind::Client, "crashed") => {
                 if let Some(n) = node_field(&d) {
                     let seen = self.notices.entry(n).or_default();
@@ -362,7 +385,8 @@ impl<R: RaftLib> Driver<R> {
         Ok(())
     }
 
-    /// After an event settled: hand queued writes on, arm or disarm the election timer.
+    /// After an event settled: hand queued writes on, arm or disarm the election timer and
+    /// the leader's heartbeat timer.
     async fn after(&mut self) -> Result<Observed, HookError> {
         let o = self.raft.observe();
         if !self.queued.is_empty() {
@@ -387,6 +411,17 @@ impl<R: RaftLib> Driver<R> {
                 // If it already fired, its delivery is on the way and will find nothing to do.
                 self.hook.cancel(id).await?;
                 self.elect = None;
+            }
+            _ => {}
+        }
+        // A leader's heartbeat timer: what makes it retry an append a follower refused or
+        // that was lost, and tell followers of its commit index.
+        let beat = self.heartbeats_left > 0 && o.role == Role::Leader;
+        match (beat, self.beat) {
+            (true, None) => self.beat = Some(self.hook.timer("heartbeat", json!({})).await?),
+            (false, Some(id)) => {
+                self.hook.cancel(id).await?;
+                self.beat = None;
             }
             _ => {}
         }

@@ -25,7 +25,8 @@
 //! moves when the glue says so and whose sleeps never end by themselves, with its tick,
 //! elections and heartbeats switched off; async-raft runs on a paused tokio clock that only the
 //! glue advances. An election timeout is a timer event flymc enables; a leader sends heartbeats
-//! when flymc delivers a reboot notice (below), never because time passed.
+//! when flymc delivers a reboot notice (below) or fires its heartbeat timer, never because
+//! time passed.
 //!
 //! # Timers (which events exist when)
 //! A node *needs* an election when it is not the leader, knows no leader it was not told
@@ -34,7 +35,11 @@
 //! `election_timers`, told of a crash, or rebooted) and has `elections` firings left in this
 //! incarnation; firing it when the node no longer needs an election does nothing (a heartbeat
 //! came first). So an election timeout only fires where Raft's failure detector would fire it,
-//! and every run is finite. A crash of node `c` is told to every live node as a client event
+//! and every run is finite. A leader's heartbeat timer `heartbeat` (workload parameter
+//! `heartbeats`, 0 by default: none) is armed while it leads and has firings left in this
+//! incarnation; firing it sends every follower an append (a heartbeat, or a retry of what a
+//! follower refused or never answered). Such nodes also report `beat` (the timer is armed) and
+//! `heartbeats_left`. A crash of node `c` is told to every live node as a client event
 //! `crashed {node}` (the failure detector); a reboot as `rebooted {node}`, on which the leader
 //! fails what it had in flight to that node (lost with its old incarnation) and sends a
 //! heartbeat, and any node fails its in-flight requests to it.
@@ -78,6 +83,7 @@ pub const MESSAGE_KINDS: &[&str] = &[
     "snapshot-reply",
     "forward",
     "elect",
+    "heartbeat",
     "write",
     "crashed",
     "rebooted",
@@ -86,6 +92,7 @@ pub const MESSAGE_KINDS: &[&str] = &[
 const PARAMS: &[&str] = &[
     "election_timers",
     "elections",
+    "heartbeats",
     "writes",
     "settle_timeout_ms",
 ];
@@ -103,6 +110,7 @@ pub struct Write {
 /// [params]
 /// election_timers = [0]    # nodes whose election timer is armed at the start (default: all)
 /// elections = 2           # how often a node's election timer may fire per incarnation
+/// heartbeats = 0          # how often a leader's heartbeat timer may fire per incarnation
 /// writes = [{ to = 0, value = 1 }]   # client writes
 /// settle_timeout_ms = 10000
 /// ```
@@ -110,6 +118,7 @@ pub struct Write {
 pub struct Params {
     pub election_timers: Vec<NodeId>,
     pub elections: u32,
+    pub heartbeats: u32,
     pub writes: Vec<Write>,
     pub settle_timeout_ms: Option<u64>,
 }
@@ -155,6 +164,13 @@ impl Params {
                 _ => return Err(bad(format!("elections must be 1..9, got {v}"))),
             },
         };
+        let heartbeats = match w.params.get("heartbeats") {
+            None => 0,
+            Some(v) => match v.as_u64() {
+                Some(n @ 0..=9) => n as u32,
+                _ => return Err(bad(format!("heartbeats must be 0..9, got {v}"))),
+            },
+        };
         let mut writes = Vec::new();
         match w.params.get("writes") {
             None => {}
@@ -184,6 +200,7 @@ impl Params {
         Ok(Params {
             election_timers,
             elections,
+            heartbeats,
             writes,
             settle_timeout_ms,
         })
@@ -194,6 +211,9 @@ impl Params {
         let mut a = vec!["--elections".to_string(), self.elections.to_string()];
         for t in &self.election_timers {
             a.extend(["--election-timer".to_string(), t.to_string()]);
+        }
+        if self.heartbeats > 0 {
+            a.extend(["--heartbeats".to_string(), self.heartbeats.to_string()]);
         }
         a
     }
