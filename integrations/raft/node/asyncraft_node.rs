@@ -70,6 +70,10 @@ struct Disk {
     log: BTreeMap<u64, RaftEntry<Write>>,
     /// The state machine (volatile): what was applied at each index, and through which index.
     applied: BTreeMap<u64, Entry>,
+    /// The term of the entry last written at each index, kept when the log is truncated
+    /// (volatile): async-raft applies from entries it holds in memory, so it may apply an
+    /// index its log no longer has; what it applied there is the entry last written there.
+    written: BTreeMap<u64, u64>,
 }
 
 impl Disk {
@@ -91,7 +95,8 @@ impl Disk {
         };
         Ok(Disk {
             hs,
-            log: entries.into_iter().map(|e| (e.index, e)).collect(),
+            log: entries.iter().map(|e| (e.index, e.clone())).collect(),
+            written: entries.iter().map(|e| (e.index, e.term)).collect(),
             applied: BTreeMap::new(),
             dir,
         })
@@ -103,6 +108,15 @@ impl Disk {
         std::fs::write(&tmp, serde_json::to_vec(v)?)?;
         std::fs::rename(&tmp, self.dir.join(name))?;
         Ok(())
+    }
+
+    /// The term of what the state machine applies at `index`.
+    fn applied_term(&self, index: u64) -> u64 {
+        self.log
+            .get(&index)
+            .map(|e| e.term)
+            .or_else(|| self.written.get(&index).copied())
+            .unwrap_or(0)
     }
 
     fn save_log(&self) -> anyhow::Result<()> {
@@ -223,6 +237,7 @@ impl RaftStorage<Write, Applied> for Store {
     async fn append_entry_to_log(&self, e: &RaftEntry<Write>) -> anyhow::Result<()> {
         let mut d = self.disk();
         d.log.insert(e.index, e.clone());
+        d.written.insert(e.index, e.term);
         d.save_log()
     }
 
@@ -230,6 +245,7 @@ impl RaftStorage<Write, Applied> for Store {
         let mut d = self.disk();
         for e in entries {
             d.log.insert(e.index, e.clone());
+            d.written.insert(e.index, e.term);
         }
         d.save_log()
     }
@@ -240,7 +256,7 @@ impl RaftStorage<Write, Applied> for Store {
         data: &Write,
     ) -> anyhow::Result<Applied> {
         let mut d = self.disk();
-        let term = d.log.get(index).map_or(0, |e| e.term);
+        let term = d.applied_term(*index);
         d.applied.insert(
             *index,
             Entry {
@@ -254,7 +270,7 @@ impl RaftStorage<Write, Applied> for Store {
     async fn replicate_to_state_machine(&self, entries: &[(&u64, &Write)]) -> anyhow::Result<()> {
         let mut d = self.disk();
         for (index, data) in entries {
-            let term = d.log.get(index).map_or(0, |e| e.term);
+            let term = d.applied_term(**index);
             d.applied.insert(
                 **index,
                 Entry {
