@@ -327,3 +327,45 @@ fn the_shipped_stale_commit_path_replays_the_asyncraft_bug() {
         }
     }
 }
+
+/// A leader's heartbeat timer (`heartbeats = 2` in the stale-commit-hb workloads) is a flymc
+/// timer event at the leader alone, fires at most twice per incarnation, and is gone after.
+#[test]
+fn a_leaders_heartbeat_timer_is_a_bounded_flymc_event() {
+    for (sys, system) in [(asyncraft(), "raft-asyncraft"), (openraft(), "raft")] {
+        let w = shipped(system, "stale-commit-hb");
+        let elect = ["timeout elect @n0", "vote n0->n1", "vote-reply n1->n0"];
+        let run = scripted(&sys, &w, &elect);
+        let last = run.states.last().unwrap();
+        assert_eq!(last.var(0, "role"), Some(&json!("leader")), "{system}");
+        assert_eq!(last.var(0, "beat"), Some(&json!(true)), "{system}");
+        assert_eq!(last.var(1, "beat"), Some(&json!(false)), "{system}");
+        let beats = |run: &Run| {
+            run.final_enabled
+                .iter()
+                .filter(|e| e.event.describe().starts_with("timeout heartbeat"))
+                .map(|e| e.event.describe())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(beats(&run), ["timeout heartbeat @n0"], "{system}");
+        let mut script = elect.to_vec();
+        for left in [1, 0] {
+            script.push("timeout heartbeat @n0");
+            let run = scripted(&sys, &w, &script);
+            let last = run.states.last().unwrap();
+            assert_eq!(
+                last.var(0, "heartbeats_left"),
+                Some(&json!(left)),
+                "{system}"
+            );
+            assert_eq!(last.var(0, "beat"), Some(&json!(left > 0)), "{system}");
+            assert_eq!(beats(&run).len(), left as usize, "{system}");
+            assert!(
+                run.final_enabled
+                    .iter()
+                    .any(|e| e.event.describe().starts_with("append n0->")),
+                "{system}: the leader has appends out"
+            );
+        }
+    }
+}
