@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use flymc_analyzer::{analyze, AnalyzeError, AnalyzeOptions, Lang};
+use flymc_analyzer::{analyze, Analysis, AnalyzeError, AnalyzeOptions, Lang};
 use flymc_model::sets::SetsFile;
 
 fn corpus(name: &str) -> PathBuf {
@@ -806,12 +806,33 @@ fn zookeeper_quorum_package() {
     ] {
         assert!(n.entries.iter().any(|e| e.guard.contains(case)), "{case}");
     }
-    let shipped = std::fs::read_to_string(repo.join("integrations/zookeeper/sets.json")).unwrap();
+    assert_is_shipped(
+        &a,
+        &repo,
+        "integrations/zookeeper/sets.json",
+        "regenerate it",
+    );
+}
+
+/// The shipped sets file at `rel` (under the repository `repo`) is exactly `a`'s output, so it
+/// cannot drift into a hand edit; `regenerate` says how to bring it back in line.
+fn assert_is_shipped(a: &Analysis, repo: &Path, rel: &str, regenerate: &str) {
+    let shipped = std::fs::read_to_string(repo.join(rel)).unwrap();
     assert_eq!(
         a.to_json(),
         shipped,
-        "integrations/zookeeper/sets.json is stale: regenerate it"
+        "{rel} is stale or hand-edited: {regenerate}"
     );
+}
+
+/// Analyse the registry crate `krate` (its `src`) with the Raft integration's side file
+/// `integrations/raft/analysis/<side>.toml`, as `system`. Returns the analysis and the repository.
+fn raft_library(krate: &str, side: &str, system: &str) -> (Analysis, PathBuf) {
+    let src = registry_crate(krate).join("src");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let side = repo.join(format!("integrations/raft/analysis/{side}.toml"));
+    let a = analyze(&opts(Lang::Rust, vec![src], Some(side), system)).unwrap();
+    (a, repo)
 }
 
 /// The crate sources cargo fetched for this workspace (`$CARGO_HOME/registry/src/*/<crate>`,
@@ -843,15 +864,7 @@ fn registry_crate(krate: &str) -> PathBuf {
 /// integrations/raft/analysis/asyncraft.toml produces, so it cannot drift into a hand edit.
 #[test]
 fn async_raft_sets_file_is_the_analysis_of_its_source() {
-    let src = registry_crate("async-raft-0.6.1").join("src");
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let a = analyze(&opts(
-        Lang::Rust,
-        vec![src],
-        Some(repo.join("integrations/raft/analysis/asyncraft.toml")),
-        "raft-asyncraft",
-    ))
-    .unwrap();
+    let (a, repo) = raft_library("async-raft-0.6.1", "asyncraft", "raft-asyncraft");
     let m = &a.sets().messages;
     for k in ["vote", "append", "snapshot", "vote-reply"] {
         assert!(m.contains_key(k), "{k}");
@@ -866,15 +879,12 @@ fn async_raft_sets_file_is_the_analysis_of_its_source() {
         assert!(stale.update.is_empty() && stale.disk.is_empty(), "{k}");
         assert_eq!(stale.send, ["term".to_string()].into(), "{k}");
     }
-    let shipped_path = repo.join("integrations/raft/sets-asyncraft.json");
-    let shipped = std::fs::read_to_string(&shipped_path).unwrap();
-    assert_eq!(
-        a.to_json(),
-        shipped,
-        "integrations/raft/sets-asyncraft.json is stale or hand-edited: regenerate it with \
-         `flymc analyze --lang rust <registry>/async-raft-0.6.1/src --annotations \
-         integrations/raft/analysis/asyncraft.toml --system raft-asyncraft --out {}`",
-        shipped_path.display()
+    assert_is_shipped(
+        &a,
+        &repo,
+        "integrations/raft/sets-asyncraft.json",
+        "regenerate it with `flymc analyze --lang rust <registry>/async-raft-0.6.1/src --annotations \
+         integrations/raft/analysis/asyncraft.toml --system raft-asyncraft --out integrations/raft/sets-asyncraft.json`",
     );
 }
 
@@ -883,15 +893,7 @@ fn async_raft_sets_file_is_the_analysis_of_its_source() {
 /// integrations/raft/analysis/openraft.toml produces.
 #[test]
 fn openraft_sets_file_is_the_analysis_of_its_source() {
-    let src = registry_crate("openraft-0.9.25").join("src");
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let a = analyze(&opts(
-        Lang::Rust,
-        vec![src],
-        Some(repo.join("integrations/raft/analysis/openraft.toml")),
-        "raft",
-    ))
-    .unwrap();
+    let (a, repo) = raft_library("openraft-0.9.25", "openraft", "raft");
     let m = &a.sets().messages;
     // The request handlers' queued commands are seen: the vote is saved, the log appended,
     // and the reply (the node's vote) sent, all by commands run after the handler.
@@ -914,14 +916,11 @@ fn openraft_sets_file_is_the_analysis_of_its_source() {
     for k in ["append-reply", "snapshot", "elect", "write"] {
         assert!(!m.contains_key(k), "{k}");
     }
-    let shipped_path = repo.join("integrations/raft/sets-openraft.json");
-    let shipped = std::fs::read_to_string(&shipped_path).unwrap();
-    assert_eq!(
-        a.to_json(),
-        shipped,
-        "integrations/raft/sets-openraft.json is stale or hand-edited: regenerate it with \
-         `flymc analyze --lang rust <registry>/openraft-0.9.25/src --annotations \
-         integrations/raft/analysis/openraft.toml --system raft --out {}`",
-        shipped_path.display()
+    assert_is_shipped(
+        &a,
+        &repo,
+        "integrations/raft/sets-openraft.json",
+        "regenerate it with `flymc analyze --lang rust <registry>/openraft-0.9.25/src --annotations \
+         integrations/raft/analysis/openraft.toml --system raft --out integrations/raft/sets-openraft.json`",
     );
 }
