@@ -31,7 +31,7 @@ pub struct Args {
     pub heartbeats: u32,
 }
 
-pub fn args(program: &str) -> Result<Args, String> {
+fn args(program: &str) -> Result<Args, String> {
     let mut a = Args {
         elections: 2,
         election_timers: Vec::new(),
@@ -55,7 +55,7 @@ pub fn args(program: &str) -> Result<Args, String> {
 }
 
 /// Logs to stderr (flymc puts it in the node's log file), `warn` unless `RUST_LOG` says more.
-pub fn init_logging() {
+fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
@@ -78,7 +78,7 @@ compile_error!(
 /// their core loops and replication streams) polls its branches from a random start, so with
 /// two branches ready the branch taken, and with it the messages sent, would differ between two
 /// runs of the same path.
-pub fn runtime(paused: bool) -> std::io::Result<(tokio::runtime::Runtime, Arc<Notify>)> {
+fn runtime(paused: bool) -> std::io::Result<(tokio::runtime::Runtime, Arc<Notify>)> {
     let idle = Arc::new(Notify::new());
     let on_park = idle.clone();
     let mut b = tokio::runtime::Builder::new_current_thread();
@@ -440,8 +440,18 @@ fn reply_fields(body: &Value) -> Value {
     Value::Object(f)
 }
 
-/// The end of a node program: report and exit.
-pub fn exit(program: &str, res: Result<(), String>) -> ! {
+/// A node program's whole life: logging, arguments, its runtime (on a `paused` clock that only
+/// flymc's events advance, or not), `run` until the node stops, then report and exit.
+pub fn main<F, Fut>(program: &str, paused: bool, run: F) -> !
+where
+    F: FnOnce(Args, Arc<Notify>) -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    init_logging();
+    let res = args(program).and_then(|args| {
+        let (rt, idle) = runtime(paused).map_err(|e| format!("tokio: {e}"))?;
+        rt.block_on(run(args, idle))
+    });
     match res {
         Ok(()) => std::process::exit(0),
         Err(e) => {

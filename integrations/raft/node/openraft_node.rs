@@ -631,10 +631,5 @@ async fn run(args: glue::Args, idle: Arc<tokio::sync::Notify>) -> Result<(), Str
 }
 
 fn main() {
-    glue::init_logging();
-    let res = glue::args(PROGRAM).and_then(|args| {
-        let (rt, idle) = glue::runtime(false).map_err(|e| format!("tokio: {e}"))?;
-        rt.block_on(run(args, idle))
-    });
-    glue::exit(PROGRAM, res)
+    glue::main(PROGRAM, false, run)
 }
