@@ -469,6 +469,7 @@ pub fn run(
             version: VERSION,
             system: system.into(),
             node_vars: all,
+            shared: Default::default(),
             messages,
             crash,
             reboot,

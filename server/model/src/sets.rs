@@ -15,6 +15,10 @@
 //! ```
 //! `emits` says whether the handler may send anything at all (default true); an entry with empty
 //! update and disk sets and `"emits": false` is a discarded message.
+//! `shared` (optional) names variables of the environment every node uses, such as a clock that
+//! hands out ballots in the order rounds start: entries list them in their read and update sets
+//! like node variables, and two events at different nodes are dependent when one updates a
+//! shared variable the other reads or updates.
 //! Entries are tried in order; the first whose guard holds on the receiving node's state and the
 //! message gives the sets at that state.
 
@@ -96,6 +100,9 @@ pub struct RawSets {
     pub version: u64,
     pub system: String,
     pub node_vars: BTreeSet<String>,
+    /// Variables all nodes share (the environment's), see the module docs.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub shared: BTreeSet<String>,
     pub messages: BTreeMap<String, RawMessage>,
     #[serde(default)]
     pub crash: Vec<RawFault>,
@@ -141,6 +148,8 @@ pub struct FaultEntry {
 pub struct SetsFile {
     pub system: String,
     pub node_vars: BTreeSet<String>,
+    /// Variables all nodes share: what makes events at different nodes dependent.
+    pub shared: BTreeSet<String>,
     pub messages: BTreeMap<String, Vec<Entry>>,
     pub crash: Vec<FaultEntry>,
     pub reboot: Vec<FaultEntry>,
@@ -209,10 +218,10 @@ impl SetsFile {
                           from: usize|
          -> Result<(), SetsError> {
             for v in set {
-                if !raw.node_vars.contains(v) {
+                if !raw.node_vars.contains(v) && !raw.shared.contains(v) {
                     return Err(err(
                         line_of(text, &format!("\"{v}\""), from),
-                        format!("unknown variable `{v}` in a {what} set: it is not in node_vars"),
+                        format!("unknown variable `{v}` in a {what} set: it is not in node_vars or shared"),
                     ));
                 }
             }
@@ -312,6 +321,7 @@ impl SetsFile {
             reboot: faults(&raw.reboot, "reboot")?,
             system: raw.system,
             node_vars: raw.node_vars,
+            shared: raw.shared,
             messages,
         })
     }
@@ -424,5 +434,36 @@ mod tests {
 
         let e = SetsFile::parse("demo.json", "{\n  \"format\": ", &known()).unwrap_err();
         assert_eq!(e.line, 2);
+    }
+
+    #[test]
+    fn shared_variables_are_known_in_sets_but_not_in_guards() {
+        let with = GOOD.replace(
+            "\"node_vars\": [\"promised\", \"acks\"],",
+            "\"node_vars\": [\"promised\", \"acks\"], \"shared\": [\"clock\"],",
+        );
+        let uses = with.replace(
+            "\"update\": [\"acks\"], \"increments\"",
+            "\"update\": [\"acks\", \"clock\"], \"increments\"",
+        );
+        let s = SetsFile::parse("demo.json", &uses, &known()).unwrap();
+        assert!(s.shared.contains("clock"));
+        let n = json!({"acks": 0}).as_object().unwrap().clone();
+        assert!(s
+            .message("ack", &n, &Map::new())
+            .unwrap()
+            .update
+            .contains("clock"));
+        // Without the declaration it is an unknown variable, as before.
+        let undeclared = GOOD.replace(
+            "\"update\": [\"acks\"], \"increments\"",
+            "\"update\": [\"acks\", \"clock\"], \"increments\"",
+        );
+        let e = SetsFile::parse("demo.json", &undeclared, &known()).unwrap_err();
+        assert!(e.message.contains("not in node_vars or shared"), "{e}");
+        // A shared variable is no node's state: a guard cannot read it.
+        let guarded = with.replace("m.ballot > n.promised", "m.ballot > n.clock");
+        let e = SetsFile::parse("demo.json", &guarded, &known()).unwrap_err();
+        assert!(e.message.contains("unknown variable `n.clock`"), "{e}");
     }
 }

@@ -102,10 +102,9 @@ pub fn comes_after(dep: &mut dyn Dependence, run: &Run, i: usize, j: usize) -> V
             if !after[d] || (d == i && k == j) {
                 return false;
             }
-            let ed = run.steps[d].event();
-            run.steps[d].happens_before(ek)
-                || ((ed.to == ek.event.to || ed.is_fault() || ek.event.is_fault())
-                    && dep.dependent(run, d, k))
+            // Events at different nodes are dependent too where the judgement says so (a
+            // crash noticed by peers, a shared clock).
+            run.steps[d].happens_before(ek) || dep.dependent(run, d, k)
         });
     }
     after

@@ -4,7 +4,8 @@
 //! other's read or update set, neither's send set meets the other's update set, and they do not
 //! write the same disk file; or when both only increment the same counters. Events to different
 //! nodes are independent (MoDist's rule) unless one is a crash or reboot whose peers' update set
-//! meets what the other event touches. A message and a crash of its receiver are independent only
+//! meets what the other event touches, or one updates a variable all nodes share (the file's
+//! `shared`, such as a ballot clock) that the other reads or updates. A message and a crash of its receiver are independent only
 //! when the message changes nothing (the crash would drop it). Where the file has no applicable
 //! entry, events are dependent.
 
@@ -35,12 +36,21 @@ pub fn independent(sets: &SetsFile, state: &GlobalState, a: &Event, b: &Event) -
     let vars = |e: &Event| state.nodes.get(e.to).map_or(&empty, |n| &n.vars);
     match (a.is_fault(), b.is_fault()) {
         (false, false) => {
-            if a.to != b.to {
+            if a.to != b.to && sets.shared.is_empty() {
                 return true;
             }
             let (Some(x), Some(y)) = (entry(sets, state, a), entry(sets, state, b)) else {
                 return false;
             };
+            if a.to != b.to {
+                let shared = |u: &BTreeSet<String>, other: &Entry| {
+                    u.iter().any(|v| {
+                        sets.shared.contains(v)
+                            && (other.read.contains(v) || other.update.contains(v))
+                    })
+                };
+                return !shared(&x.update, y) && !shared(&y.update, x);
+            }
             let disjoint = !meets(&x.update, &y.read)
                 && !meets(&x.update, &y.update)
                 && !meets(&y.update, &x.read)
