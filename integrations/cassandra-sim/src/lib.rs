@@ -14,7 +14,8 @@
 //!   waits for two commit acks before it goes on or returns.
 //! * Ballots come from the environment's clock in the order prepare rounds start (`Env` is
 //!   [`protocol::Clock`]), so starting a round at one node does not commute with starting one
-//!   at another. Every write carries its ballot as timestamp; per column the newest wins (on a
+//!   at another (`sets.json` declares the clock `shared`, which makes them dependent). Every
+//!   write carries its ballot as timestamp; per column the newest wins (on a
 //!   tie a tombstone wins).
 //! * The quorum read of the row is not a message: each promise carries the replica's data row as
 //!   it was when it promised, and the coordinator reads the newest value per column from the
