@@ -6,9 +6,9 @@ mod common;
 use std::collections::HashSet;
 
 use common::flymc_in;
-use flymc::executor::{Ending, Executor, Plan, Tail};
-use flymc::explore::ExploreConfig;
-use flymc::model::EventId;
+use flymc::executor::{Ending, Executor, Plan, Run, Tail};
+use flymc::explore::{ExploreConfig, Outcome};
+use flymc::model::{EventId, Symmetry};
 use flymc::strategy::{self, FlymcOptions, StrategyContext};
 use flymc::{systems, workloads};
 
@@ -60,8 +60,15 @@ struct Reached {
     all: HashSet<u64>,
 }
 
-/// Explore `workload` with `strategy`.
-fn exhaust(system: &str, workload: &str, strategy: &str, opts: FlymcOptions, cap: u64) -> Reached {
+/// Explore `workload` with `strategy`, showing `on_run` every run and the system's symmetry.
+fn explore_runs(
+    system: &str,
+    workload: &str,
+    strategy: &str,
+    opts: FlymcOptions,
+    cap: u64,
+    on_run: &mut dyn FnMut(&Run, &Symmetry),
+) -> Outcome {
     let system = systems::find(system).unwrap();
     let folder = workloads::folder(Some(&common::workloads())).unwrap();
     let w = workloads::load(&folder, system.name(), workload).unwrap();
@@ -80,23 +87,28 @@ fn exhaust(system: &str, workload: &str, strategy: &str, opts: FlymcOptions, cap
         max_paths: Some(cap),
         ..Default::default()
     };
-    let (mut terminal, mut all) = (HashSet::new(), HashSet::new());
-    let out = flymc::explore::explore_with(
+    flymc::explore::explore_with(
         system.as_ref(),
         &w,
         s.as_mut(),
         &cfg,
         &mut |_| {},
-        &mut |run| {
-            for st in &run.states {
-                all.insert(sym.abstract_state(st).hash);
-            }
-            if run.ending == Ending::Quiescent && run.final_enabled.is_empty() {
-                terminal.insert(sym.abstract_state(run.states.last().unwrap()).hash);
-            }
-        },
+        &mut |run| on_run(run, &sym),
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// Explore `workload` with `strategy`.
+fn exhaust(system: &str, workload: &str, strategy: &str, opts: FlymcOptions, cap: u64) -> Reached {
+    let (mut terminal, mut all) = (HashSet::new(), HashSet::new());
+    let out = explore_runs(system, workload, strategy, opts, cap, &mut |run, sym| {
+        for st in &run.states {
+            all.insert(sym.abstract_state(st).hash);
+        }
+        if run.ending == Ending::Quiescent && run.final_enabled.is_empty() {
+            terminal.insert(sym.abstract_state(run.states.last().unwrap()).hash);
+        }
+    });
     Reached {
         paths: out.paths,
         exhausted: out.exhausted,
@@ -218,37 +230,20 @@ fn flymc_without_parallel_flips_reaches_every_end_state_dfs_reaches() {
 /// under MoDist's rule alone every path gave operation 0 the first ballot.
 #[test]
 fn flymc_lets_either_coordinator_take_the_first_ballot() {
-    let system = systems::find("cassandra-sim").unwrap();
-    let folder = workloads::folder(Some(&common::workloads())).unwrap();
-    let w = workloads::load(&folder, system.name(), "paxos-2").unwrap();
-    let ctx = StrategyContext {
-        workload: &w,
-        symmetry: system.symmetry(&w),
-        seed: 0,
-        bound: 25,
-        stateless_dfs: false,
-        sets: systems::load_sets(system.as_ref(), &w, None).unwrap(),
-        flymc: FlymcOptions::default(),
-    };
-    let mut s = strategy::build("flymc", &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(500),
-        ..Default::default()
-    };
     let mut op1_first = false;
-    flymc::explore::explore_with(
-        system.as_ref(),
-        &w,
-        s.as_mut(),
-        &cfg,
-        &mut |_| {},
-        &mut |run| {
+    let opts = FlymcOptions::default();
+    explore_runs(
+        "cassandra-sim",
+        "paxos-2",
+        "flymc",
+        opts,
+        500,
+        &mut |run, _| {
             op1_first |= run
                 .states
                 .iter()
                 .any(|st| st.var(1, "ballot") == Some(&serde_json::json!(1)));
         },
-    )
-    .unwrap();
+    );
     assert!(op1_first, "no path in 500 let n1's operation take ballot 1");
 }
