@@ -465,3 +465,95 @@ fn a_leaders_heartbeat_timer_is_a_bounded_flymc_event() {
         }
     }
 }
+
+/// A strategy that hands out only the plans of `inner` that stay on the way to a crash of n0
+/// right after its write in APPLY_BEFORE_MATCH (the election first, then the default order;
+/// a crash of n0 last), and stops once it has handed that crash out.
+struct TowardsTheCrash {
+    inner: Box<dyn strategy::Strategy>,
+    described: std::collections::HashMap<flymc::model::EventId, String>,
+    crash_at: Vec<usize>,
+}
+
+/// Where APPLY_BEFORE_MATCH crashes n0: right after the write.
+const CRASH_STEP: usize = 18;
+
+impl strategy::Strategy for TowardsTheCrash {
+    fn name(&self) -> &'static str {
+        "towards-the-crash"
+    }
+
+    fn next_plan(&mut self) -> Option<Plan> {
+        if self.crash_at.last() == Some(&CRASH_STEP) {
+            return None;
+        }
+        loop {
+            let plan = self.inner.next_plan()?;
+            let d: Vec<&str> = plan
+                .prefix
+                .iter()
+                .map(|id| self.described.get(id).map_or("", String::as_str))
+                .collect();
+            let head = d.len().min(CRASH_STEP);
+            let on_the_way = (0..head).all(|k| d[k].contains(APPLY_BEFORE_MATCH[k]))
+                && (d.len() <= CRASH_STEP || d.last().is_some_and(|e| e.starts_with("crash n0")));
+            if on_the_way {
+                if d.len() > CRASH_STEP {
+                    self.crash_at.push(d.len() - 1);
+                }
+                return Some(plan);
+            }
+        }
+    }
+
+    fn observe(&mut self, run: &Run) {
+        let enabled = run.steps.iter().flat_map(|s| s.enabled.iter());
+        for e in enabled.chain(run.final_enabled.iter()) {
+            self.described.insert(e.event.id, e.event.describe());
+        }
+        self.inner.observe(run)
+    }
+
+    fn queue_len(&self) -> usize {
+        self.inner.queue_len()
+    }
+
+    fn dependence(&mut self) -> Option<&mut dyn flymc::dependence::Dependence> {
+        self.inner.dependence()
+    }
+}
+
+/// The bug needs n0 to crash between its write and the arrival of the appends that carry it.
+/// flymc first runs the crash at the end of a path and moves it back one race at a time; a
+/// crash of the sender and the delivery of its message race (the crash would drop it), so
+/// among flymc's own alternatives there is a chain of paths that brings the crash there.
+/// (Without that race the crash stopped after both appends had arrived.)
+#[test]
+fn flymc_moves_a_crash_of_n0_back_before_the_appends_it_sent() {
+    let sys = asyncraft();
+    let w = shipped("raft-asyncraft", "apply-before-match");
+    let sets = systems::load_sets(&sys, &w, None).expect("the raft sets file loads");
+    let ctx = StrategyContext {
+        workload: &w,
+        symmetry: sys.symmetry(&w),
+        seed: 0,
+        bound: 25,
+        stateless_dfs: !sys.states_are_complete(),
+        sets,
+        flymc: FlymcOptions::default(),
+    };
+    let mut strat = TowardsTheCrash {
+        inner: strategy::build("flymc", &ctx).unwrap(),
+        described: Default::default(),
+        crash_at: Vec::new(),
+    };
+    let cfg = ExploreConfig {
+        max_paths: Some(30),
+        ..Default::default()
+    };
+    explore_with(&sys, &w, &mut strat, &cfg, &mut |_| {}, &mut |_| {})
+        .unwrap_or_else(|e| panic!("exploration failed: {e}"));
+    // First at the end of the path (after both appends and both replies), then one race
+    // earlier each time: before the replies, then before each append's delivery.
+    assert_eq!(strat.crash_at, [22, 21, 20, 19, CRASH_STEP]);
+}
