@@ -328,6 +328,102 @@ fn the_shipped_stale_commit_path_replays_the_asyncraft_bug() {
     }
 }
 
+/// The shallowest interleaving of `raft-asyncraft/apply-before-match` (the write sent to the
+/// leader itself) that breaks async-raft 0.6.1: apart from the default order (messages oldest
+/// first, then client events, then timers) it takes n0's election timer before the write, a
+/// crash of n0 right after the write, a reboot, and n0's election timer twice before the
+/// reboot notices.
+const APPLY_BEFORE_MATCH: &[&str] = &[
+    // Deviation: the election first, so the write arrives once the election is over.
+    "timeout elect @n0",
+    "vote n0->n1",
+    "vote n0->n2",
+    "vote-reply n1->n0",
+    "vote-reply n2->n0",
+    "append n0->n1",
+    "append n0->n2",
+    "append-reply n1->n0",
+    "append-reply n2->n0",
+    "append n0->n1",
+    "append n0->n2",
+    "append-reply n1->n0",
+    "append-reply n2->n0",
+    "append n0->n1",
+    "append n0->n2",
+    "append-reply n1->n0",
+    "append-reply n2->n0",
+    // n1 and n2 have the membership entry; n0 appends the write at index 2 and sends it.
+    "client write @n0",
+    // Deviation: n0 crashes before its appends leave.
+    "crash n0",
+    "client crashed @n1",
+    "client crashed @n2",
+    "timeout elect @n1",
+    "vote n1->n2",
+    "vote-reply n2->n1",
+    "append n1->n2",
+    "append-reply n2->n1",
+    "append n1->n2",
+    "append-reply n2->n1",
+    // n1's blank entry of term 2 at index 2 is committed (n1 and n2).
+    "append n1->n2",
+    "append-reply n2->n1",
+    // Deviations: the reboot, and n0's campaigns for terms 2 and 3 before the reboot notices
+    // (on which n1 would send n0 its blank entry).
+    "reboot n0",
+    "timeout elect @n0",
+    r#"vote n0->n1 {"last_index":2,"term":2}"#,
+    r#"vote n0->n2 {"last_index":2,"term":2}"#,
+    "vote-reply n1->n0",
+    "vote-reply n2->n0",
+    "timeout elect @n0",
+    r#"vote n0->n1 {"last_index":2,"term":3}"#,
+    r#"vote n0->n2 {"last_index":2,"term":3}"#,
+    "vote-reply n1->n0",
+    "vote-reply n2->n0",
+    "client rebooted @n1",
+    "client rebooted @n2",
+    // n1's term-2 append is refused (n0 is in term 3); n1 wins term 4.
+    "append n1->n0",
+    "append-reply n0->n1",
+    "timeout elect @n1",
+    "vote n1->n0",
+    "vote n1->n2",
+    "vote-reply n0->n1",
+    "vote-reply n2->n1",
+    // n1's first append of term 4: empty, leader_commit 2, prev_index 2 (term 2, not n0's 1).
+    "append n1->n0",
+];
+
+#[test]
+fn asyncraft_applies_its_own_write_when_the_leader_crashed_before_sending_it() {
+    let sys = asyncraft();
+    let w = shipped("raft-asyncraft", "apply-before-match");
+    let run = scripted(&sys, &w, APPLY_BEFORE_MATCH);
+    let v = run
+        .violation
+        .clone()
+        .expect("async-raft 0.6.1 breaks state machine safety");
+    assert_eq!(v.property, "state-machine-safety");
+    assert_eq!(v.step, APPLY_BEFORE_MATCH.len() - 1, "{}", v.message);
+    assert_eq!(w.expect.as_deref(), Some("state-machine-safety"));
+    let last = run.states.last().unwrap();
+    let applied = |n: usize| {
+        last.var(n, "applied")
+            .and_then(Value::as_array)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(applied(0)[1], json!({"term": 1, "value": 7}));
+    assert_eq!(applied(1)[1], json!({"term": 2, "value": null}));
+    // The run's path file replays it.
+    let file = PathFile::from_run(&w, "scripted", 0, 1, &run);
+    match replay(&file, &sys, &w).unwrap() {
+        ReplayOutcome::Reproduced(v) => assert_eq!(v.property, "state-machine-safety"),
+        other => panic!("the apply-before-match path did not replay: {other:?}"),
+    }
+}
+
 /// A leader's heartbeat timer (`heartbeats = 2` in the stale-commit-hb workloads) is a flymc
 /// timer event at the leader alone, fires at most twice per incarnation, and is gone after.
 #[test]
@@ -368,4 +464,96 @@ fn a_leaders_heartbeat_timer_is_a_bounded_flymc_event() {
             );
         }
     }
+}
+
+/// A strategy that hands out only the plans of `inner` that stay on the way to a crash of n0
+/// right after its write in APPLY_BEFORE_MATCH (the election first, then the default order;
+/// a crash of n0 last), and stops once it has handed that crash out.
+struct TowardsTheCrash {
+    inner: Box<dyn strategy::Strategy>,
+    described: std::collections::HashMap<flymc::model::EventId, String>,
+    crash_at: Vec<usize>,
+}
+
+/// Where APPLY_BEFORE_MATCH crashes n0: right after the write.
+const CRASH_STEP: usize = 18;
+
+impl strategy::Strategy for TowardsTheCrash {
+    fn name(&self) -> &'static str {
+        "towards-the-crash"
+    }
+
+    fn next_plan(&mut self) -> Option<Plan> {
+        if self.crash_at.last() == Some(&CRASH_STEP) {
+            return None;
+        }
+        loop {
+            let plan = self.inner.next_plan()?;
+            let d: Vec<&str> = plan
+                .prefix
+                .iter()
+                .map(|id| self.described.get(id).map_or("", String::as_str))
+                .collect();
+            let head = d.len().min(CRASH_STEP);
+            let on_the_way = (0..head).all(|k| d[k].contains(APPLY_BEFORE_MATCH[k]))
+                && (d.len() <= CRASH_STEP || d.last().is_some_and(|e| e.starts_with("crash n0")));
+            if on_the_way {
+                if d.len() > CRASH_STEP {
+                    self.crash_at.push(d.len() - 1);
+                }
+                return Some(plan);
+            }
+        }
+    }
+
+    fn observe(&mut self, run: &Run) {
+        let enabled = run.steps.iter().flat_map(|s| s.enabled.iter());
+        for e in enabled.chain(run.final_enabled.iter()) {
+            self.described.insert(e.event.id, e.event.describe());
+        }
+        self.inner.observe(run)
+    }
+
+    fn queue_len(&self) -> usize {
+        self.inner.queue_len()
+    }
+
+    fn dependence(&mut self) -> Option<&mut dyn flymc::dependence::Dependence> {
+        self.inner.dependence()
+    }
+}
+
+/// The bug needs n0 to crash between its write and the arrival of the appends that carry it.
+/// flymc first runs the crash at the end of a path and moves it back one race at a time; a
+/// crash of the sender and the delivery of its message race (the crash would drop it), so
+/// among flymc's own alternatives there is a chain of paths that brings the crash there.
+/// (Without that race the crash stopped after both appends had arrived.)
+#[test]
+fn flymc_moves_a_crash_of_n0_back_before_the_appends_it_sent() {
+    let sys = asyncraft();
+    let w = shipped("raft-asyncraft", "apply-before-match");
+    let sets = systems::load_sets(&sys, &w, None).expect("the raft sets file loads");
+    let ctx = StrategyContext {
+        workload: &w,
+        symmetry: sys.symmetry(&w),
+        seed: 0,
+        bound: 25,
+        stateless_dfs: !sys.states_are_complete(),
+        sets,
+        flymc: FlymcOptions::default(),
+    };
+    let mut strat = TowardsTheCrash {
+        inner: strategy::build("flymc", &ctx).unwrap(),
+        described: Default::default(),
+        crash_at: Vec::new(),
+    };
+    let cfg = ExploreConfig {
+        max_paths: Some(30),
+        ..Default::default()
+    };
+    explore_with(&sys, &w, &mut strat, &cfg, &mut |_| {}, &mut |_| {})
+        .unwrap_or_else(|e| panic!("exploration failed: {e}"));
+    // First at the end of the path (after both appends and both replies), then one race
+    // earlier each time: before the replies, then before each append's delivery.
+    assert_eq!(strat.crash_at, [22, 21, 20, 19, CRASH_STEP]);
 }

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use flymc_model::{Event, EventId, GlobalState};
+use flymc_model::{Event, EventId, EventKind, GlobalState};
 
 use crate::executor::Run;
 
@@ -15,9 +15,12 @@ pub trait Dependence {
     /// be enabled in `state` yet (a race's later event usually is not).
     fn dependent_at(&mut self, state: &GlobalState, a: &Event, b: &Event) -> bool;
 
-    /// Steps `i < j` of `run`, judged in the state before step `i`.
+    /// Steps `i < j` of `run`, judged in the state before step `i`. Besides what
+    /// [`Dependence::dependent_at`] says, a message from node `c` delivered at `i` and a crash
+    /// of `c` at `j` are dependent ([`crash_may_drop`]).
     fn dependent(&mut self, run: &Run, i: usize, j: usize) -> bool {
-        self.dependent_at(&run.states[i], run.steps[i].event(), run.steps[j].event())
+        let (a, b) = (run.steps[i].event(), run.steps[j].event());
+        crash_may_drop(a, b) || self.dependent_at(&run.states[i], a, b)
     }
 
     /// Is running `candidate` from the state before step `i` redundant given the events already
@@ -36,6 +39,19 @@ pub trait Dependence {
     fn redundancy_name(&self) -> &'static str {
         "redundancy"
     }
+}
+
+/// Is `later` a crash of the node that sent message `earlier`? Run first, the crash may drop
+/// the message before it leaves (real Raft nodes lose the requests they had not sent:
+/// `RealConfig::crash_loses_outbound`), so the two do not commute, although they happen at
+/// different nodes. Without this a search never places a crash between a node's step and the
+/// delivery of what that step sent (async-raft's apply-before-match needs the leader to crash
+/// with its new entry sent to nobody). Where a crash keeps its node's messages in flight this
+/// only costs paths.
+pub fn crash_may_drop(earlier: &Event, later: &Event) -> bool {
+    later.kind == EventKind::Crash
+        && earlier.kind == EventKind::Message
+        && earlier.from == Some(later.to)
 }
 
 /// The sleep set after running `chosen` from `state`: the sleeping events that commute with it
