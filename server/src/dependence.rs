@@ -16,11 +16,12 @@ pub trait Dependence {
     fn dependent_at(&mut self, state: &GlobalState, a: &Event, b: &Event) -> bool;
 
     /// Steps `i < j` of `run`, judged in the state before step `i`. Besides what
-    /// [`Dependence::dependent_at`] says, a message from node `c` delivered at `i` and a crash
-    /// of `c` at `j` are dependent ([`crash_may_drop`]).
+    /// [`Dependence::dependent_at`] says, on a system whose crashes lose what was sent
+    /// (`Run::crash_loses_sent`), a message from node `c` delivered at `i` and a crash of `c`
+    /// at `j` are dependent ([`crash_may_drop`]).
     fn dependent(&mut self, run: &Run, i: usize, j: usize) -> bool {
         let (a, b) = (run.steps[i].event(), run.steps[j].event());
-        crash_may_drop(a, b) || self.dependent_at(&run.states[i], a, b)
+        (run.crash_loses_sent && crash_may_drop(a, b)) || self.dependent_at(&run.states[i], a, b)
     }
 
     /// Is running `candidate` from the state before step `i` redundant given the events already
@@ -46,8 +47,8 @@ pub trait Dependence {
 /// `RealConfig::crash_loses_outbound`), so the two do not commute, although they happen at
 /// different nodes. Without this a search never places a crash between a node's step and the
 /// delivery of what that step sent (async-raft's apply-before-match needs the leader to crash
-/// with its new entry sent to nobody). Where a crash keeps its node's messages in flight this
-/// only costs paths.
+/// with its new entry sent to nobody). Where a crash keeps its node's messages in flight (the
+/// simulated targets) the two commute, and the rule is off.
 pub fn crash_may_drop(earlier: &Event, later: &Event) -> bool {
     later.kind == EventKind::Crash
         && earlier.kind == EventKind::Message

@@ -131,6 +131,8 @@ pub struct Run {
     pub final_enabled: Vec<Enabled>,
     /// First step at which a non-strict plan's prefix could not be followed.
     pub diverged_at: Option<usize>,
+    /// The system's [`System::crash_loses_sent`], for judging races in this run.
+    pub crash_loses_sent: bool,
 }
 
 impl Run {
@@ -234,6 +236,7 @@ impl<'a> Executor<'a> {
             violation: None,
             final_enabled: Vec::new(),
             diverged_at: None,
+            crash_loses_sent: self.system.crash_loses_sent(),
         };
         if let Some(v) = check(&mut props, &run.states[0], 0, PropertyKind::Safety) {
             run.violation = Some(v);

@@ -27,6 +27,12 @@ pub trait System: Send + Sync {
     fn states_are_complete(&self) -> bool {
         true
     }
+    /// Whether a crash loses what the node sent and flymc has not yet delivered (a Raft RPC
+    /// that never left the process). Then a crash of a sender and the delivery of its message
+    /// do not commute, although they happen at different nodes.
+    fn crash_loses_sent(&self) -> bool {
+        false
+    }
     /// Every message kind (event name) its nodes can receive, for checking sets files;
     /// `None` when the system cannot say.
     fn message_kinds(&self) -> Option<Vec<&'static str>> {

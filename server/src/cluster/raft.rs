@@ -97,6 +97,10 @@ impl System for RaftSystem {
         }
     }
 
+    fn crash_loses_sent(&self) -> bool {
+        true // as `crash_loses_outbound` below configures the nodes
+    }
+
     fn description(&self) -> &'static str {
         match self.flavor {
             Flavor::OpenRaft => "real openraft 0.9 nodes (processes on 127.0.0.x) whose network is flymc's hook",

@@ -392,6 +392,7 @@ mod tests {
             violation: None,
             final_enabled: vec![c],
             diverged_at: None,
+            crash_loses_sent: false,
         }
     }
 
