@@ -3,6 +3,8 @@
 //! port and its own run directories, so they run in parallel; nothing here sleeps to
 //! synchronise.
 
+mod common;
+
 use std::path::Path;
 
 use flymc::cluster::raft::{Flavor, RaftSystem};
@@ -556,4 +558,64 @@ fn flymc_moves_a_crash_of_n0_back_before_the_appends_it_sent() {
     // First at the end of the path (after both appends and both replies), then one race
     // earlier each time: before the replies, then before each append's delivery.
     assert_eq!(strat.crash_at, [22, 21, 20, 19, CRASH_STEP]);
+}
+
+/// The old bug, found from the workload alone: flymc's search on
+/// `raft-asyncraft/apply-before-match` reaches async-raft 0.6.1's apply-before-match (n0 applies
+/// its own write at index 2, where the cluster committed n1's blank entry) and its path file
+/// replays it; openraft runs the same workload as long and stays safe.
+#[test]
+fn flymc_finds_the_asyncraft_apply_before_match_bug_and_openraft_does_not_have_it() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |system: &str, paths: &str| {
+        common::flymc_in(
+            d.path(),
+            &[
+                "run",
+                "--system",
+                system,
+                "--workload",
+                "apply-before-match",
+                "--strategy",
+                "flymc",
+                "--max-paths",
+                paths,
+            ],
+        )
+    };
+    let found = run("raft-asyncraft", "4000");
+    assert_eq!(found.code, 1, "{}", found.all());
+    assert!(
+        found.stdout.contains("state-machine-safety violated"),
+        "{}",
+        found.all()
+    );
+    let paths: u64 = found
+        .stdout
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("VIOLATION on path ")?
+                .split(':')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no violation line in:\n{}", found.all()));
+    let file = common::path_file(&found, d.path());
+    // A replay starts fresh processes; allow a rerun for a machine under load.
+    let replayed = (0..3).any(|_| {
+        let r = common::flymc_in(d.path(), &["replay", file.to_str().unwrap()]);
+        r.code == 1 && r.stdout.contains("reproduced: state-machine-safety")
+    });
+    assert!(replayed, "{} did not replay in 3 attempts", file.display());
+
+    let fixed = run("raft", &paths.to_string());
+    assert_eq!(fixed.code, 0, "openraft: {}", fixed.all());
+    assert!(
+        fixed
+            .stdout
+            .contains(&format!("no violation within {paths} paths")),
+        "{}",
+        fixed.all()
+    );
 }

@@ -130,6 +130,16 @@ impl Flymc {
     }
 }
 
+/// Every step before `j` that races with it (not causally before it, and dependent).
+fn earlier_races<'a>(
+    dep: &'a mut dyn Dependence,
+    run: &'a Run,
+    j: usize,
+) -> impl Iterator<Item = usize> + 'a {
+    let target = &run.steps[j].enabled[run.steps[j].chosen];
+    (0..j).filter(move |&i| !run.steps[i].happens_before(target) && dep.dependent(run, i, j))
+}
+
 impl Strategy for Flymc {
     fn name(&self) -> &'static str {
         "flymc"
@@ -182,7 +192,14 @@ impl Strategy for Flymc {
         let mut new: Vec<(usize, EventId, Vec<EventId>)> = Vec::new();
         for j in 1..run.steps.len() {
             let race = last_race(self.dep.as_mut(), run, j);
-            if let Some(i) = race {
+            let mut races: Vec<usize> = race.into_iter().collect();
+            if run.steps[j].event().is_fault() {
+                // A crash or reboot is tried before every step it races with at once, not one
+                // race further back per path: where a crash must land (say, between a leader's
+                // write and the appends carrying it) is then one flip from a path, not five.
+                races.extend(earlier_races(self.dep.as_mut(), run, j).filter(|&i| Some(i) != race));
+            }
+            for i in races {
                 for (c, prefix) in reversals(self.dep.as_mut(), run, &ids, i, j) {
                     if !asleep[i].contains(&c) && self.scheduled.insert((hashes[i], c)) {
                         new.push((i, c, prefix));
