@@ -316,33 +316,24 @@ fn rust_wrappers_nested_fields_and_whole_structs() {
     let tmp = std::env::temp_dir().join(format!("flymc-wrapped-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     let text = std::fs::read_to_string(&side).unwrap();
-    let bare = tmp.join("bare.toml");
-    std::fs::write(&bare, text.replace("wrappers = [\"Valid\"]", "")).unwrap();
-    let b = analyze(&opts(
-        Lang::Rust,
-        vec![dir.join("core.rs")],
-        Some(bare),
-        "rust_wrapped",
-    ))
-    .unwrap();
+    // The side file with its `wrappers` line replaced, analysed.
+    let with_wrappers = |name: &str, line: &str| {
+        let file = tmp.join(name);
+        std::fs::write(&file, text.replace("wrappers = [\"Valid\"]", line)).unwrap();
+        analyze(&opts(
+            Lang::Rust,
+            vec![dir.join("core.rs")],
+            Some(file),
+            "rust_wrapped",
+        ))
+    };
+    let b = with_wrappers("bare.toml", "").unwrap();
     assert!(b.sets().messages["append"]
         .entries
         .iter()
         .all(|e| !e.update.contains("commit")));
     // A wrapper that is not in the sources is an error naming it.
-    let missing = tmp.join("missing.toml");
-    std::fs::write(
-        &missing,
-        text.replace("wrappers = [\"Valid\"]", "wrappers = [\"Nope\"]"),
-    )
-    .unwrap();
-    let err = analyze(&opts(
-        Lang::Rust,
-        vec![dir.join("core.rs")],
-        Some(missing),
-        "rust_wrapped",
-    ))
-    .unwrap_err();
+    let err = with_wrappers("missing.toml", "wrappers = [\"Nope\"]").unwrap_err();
     assert!(err.to_string().contains("Nope"), "{err}");
     let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -212,6 +212,25 @@ pub trait RaftLib {
     fn time_passes(&self) -> impl Future<Output = ()>;
 }
 
+/// Arm timer `name` (held in `slot`) when `want`, cancel it when not. A cancelled timer that
+/// already fired is on its way and finds nothing to do.
+async fn arm(
+    hook: &Hook,
+    slot: &mut Option<EventId>,
+    want: bool,
+    name: &str,
+) -> Result<(), HookError> {
+    match (want, *slot) {
+        (true, None) => *slot = Some(hook.timer(name, json!({})).await?),
+        (false, Some(id)) => {
+            hook.cancel(id).await?;
+            *slot = None;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// The glue's own state: timers, notices, queued client writes.
 pub struct Driver<R> {
     hook: Hook,
@@ -405,26 +424,11 @@ impl<R: RaftLib> Driver<R> {
         }
         let o = self.raft.observe();
         let want = self.eligible && self.elections_left > 0 && self.needs_election(&o);
-        match (want, self.elect) {
-            (true, None) => self.elect = Some(self.hook.timer("elect", json!({})).await?),
-            (false, Some(id)) => {
-                // If it already fired, its delivery is on the way and will find nothing to do.
-                self.hook.cancel(id).await?;
-                self.elect = None;
-            }
-            _ => {}
-        }
+        arm(&self.hook, &mut self.elect, want, "elect").await?;
         // A leader's heartbeat timer: what makes it retry an append a follower refused or
         // that was lost, and tell followers of its commit index.
         let beat = self.heartbeats_left > 0 && o.role == Role::Leader;
-        match (beat, self.beat) {
-            (true, None) => self.beat = Some(self.hook.timer("heartbeat", json!({})).await?),
-            (false, Some(id)) => {
-                self.hook.cancel(id).await?;
-                self.beat = None;
-            }
-            _ => {}
-        }
+        arm(&self.hook, &mut self.beat, beat, "heartbeat").await?;
         Ok(o)
     }
 }

@@ -80,8 +80,7 @@ impl RaftSystem {
         })
         .clients(clients)
         .notices(true)
-        // A crashed node's unsent requests die with it (a Raft RPC that never left is lost).
-        .crash_loses_outbound(true);
+        .crash_loses_outbound(self.crash_loses_sent());
         if let Some(ms) = params.settle_timeout_ms {
             cfg = cfg.settle_timeout(Duration::from_millis(ms));
         }
@@ -97,8 +96,10 @@ impl System for RaftSystem {
         }
     }
 
+    /// A crashed node's unsent requests die with it (a Raft RPC that never left is lost);
+    /// [`RaftSystem::config`] configures the nodes so.
     fn crash_loses_sent(&self) -> bool {
-        true // as `crash_loses_outbound` below configures the nodes
+        true
     }
 
     fn description(&self) -> &'static str {

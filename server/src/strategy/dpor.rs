@@ -171,12 +171,19 @@ pub fn disabled_by(run: &Run, j: usize) -> Vec<EventId> {
         .collect()
 }
 
+/// Every step `i < j` racing with `j` (not causally before it, and dependent), in order.
+pub fn races<'a, D: Dependence + ?Sized>(
+    dep: &'a mut D,
+    run: &'a Run,
+    j: usize,
+) -> impl DoubleEndedIterator<Item = usize> + 'a {
+    let target = &run.steps[j].enabled[run.steps[j].chosen];
+    (0..j).filter(move |&i| !run.steps[i].happens_before(target) && dep.dependent(run, i, j))
+}
+
 /// The last step `i < j` racing with `j`, if any.
 pub fn last_race<D: Dependence + ?Sized>(dep: &mut D, run: &Run, j: usize) -> Option<usize> {
-    let target = &run.steps[j].enabled[run.steps[j].chosen];
-    (0..j)
-        .rev()
-        .find(|&i| !run.steps[i].happens_before(target) && dep.dependent(run, i, j))
+    races(dep, run, j).next_back()
 }
 
 impl<D: Dependence> Dpor<D> {

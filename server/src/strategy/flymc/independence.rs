@@ -5,9 +5,9 @@
 //! write the same disk file; or when both only increment the same counters. Events to different
 //! nodes are independent (MoDist's rule) unless one is a crash or reboot whose peers' update set
 //! meets what the other event touches, or one updates a variable all nodes share (the file's
-//! `shared`, such as a ballot clock) that the other reads or updates. A message and a crash of its receiver are independent only
-//! when the message changes nothing (the crash would drop it). Where the file has no applicable
-//! entry, events are dependent.
+//! `shared`, such as a ballot clock) that the other reads or updates. A message and a crash of
+//! its receiver are independent only when the message changes nothing (the crash would drop
+//! it). Where the file has no applicable entry, events are dependent.
 
 use std::collections::BTreeSet;
 

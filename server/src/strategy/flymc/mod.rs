@@ -17,7 +17,9 @@ use std::collections::{HashSet, VecDeque};
 use flymc_model::sets::SetsFile;
 use flymc_model::{EventId, Symmetry};
 
-use super::dpor::{disabled_by, last_race, prefix_hashes, race_candidates, reversals, Dependence};
+use super::dpor::{
+    self, disabled_by, last_race, prefix_hashes, race_candidates, reversals, Dependence,
+};
 use super::mdpor::SameNode;
 use super::sleep::{origins, Origin, SleepSets};
 use super::{Strategy, StrategyStats};
@@ -113,7 +115,7 @@ impl Flymc {
     /// paper's observation (§3.3) is that mature systems survive their common orders, and bugs
     /// hide a few uncommon orders away from them. On the simulated bugs this order reaches
     /// CASS-1 (none of the depth orders tried did within 10,000 paths) at the cost of more paths
-    /// on raft-bug and CASS-5, whose bugs sit at the end of a path (README, Performance).
+    /// on CASS-5, whose bug sits at the end of a path (README, Performance).
     fn pop(&mut self) -> Option<Item> {
         for _ in 0..2 {
             self.parallel_turn = !self.parallel_turn;
@@ -128,16 +130,6 @@ impl Flymc {
         }
         None
     }
-}
-
-/// Every step before `j` that races with it (not causally before it, and dependent).
-fn earlier_races<'a>(
-    dep: &'a mut dyn Dependence,
-    run: &'a Run,
-    j: usize,
-) -> impl Iterator<Item = usize> + 'a {
-    let target = &run.steps[j].enabled[run.steps[j].chosen];
-    (0..j).filter(move |&i| !run.steps[i].happens_before(target) && dep.dependent(run, i, j))
 }
 
 impl Strategy for Flymc {
@@ -197,7 +189,7 @@ impl Strategy for Flymc {
                 // A crash or reboot is tried before every step it races with at once, not one
                 // race further back per path: where a crash must land (say, between a leader's
                 // write and the appends carrying it) is then one flip from a path, not five.
-                races.extend(earlier_races(self.dep.as_mut(), run, j).filter(|&i| Some(i) != race));
+                races.extend(dpor::races(self.dep.as_mut(), run, j).filter(|&i| Some(i) != race));
             }
             for i in races {
                 for (c, prefix) in reversals(self.dep.as_mut(), run, &ids, i, j) {
