@@ -15,13 +15,27 @@ pub trait Dependence {
     /// be enabled in `state` yet (a race's later event usually is not).
     fn dependent_at(&mut self, state: &GlobalState, a: &Event, b: &Event) -> bool;
 
-    /// Steps `i < j` of `run`, judged in the state before step `i`. Besides what
-    /// [`Dependence::dependent_at`] says, on a system whose crashes lose what was sent
-    /// (`Run::crash_loses_sent`), a message from node `c` delivered at `i` and a crash of `c`
-    /// at `j` are dependent ([`crash_may_drop`]).
+    /// [`Dependence::dependent_at`], and on a system whose crashes lose what was sent
+    /// (`crash_loses_sent`, [`System::crash_loses_sent`](flymc_model::System::crash_loses_sent)),
+    /// also a message from node `c` and a crash of `c`, in either order ([`crash_may_drop`]).
+    /// Sleep sets judge with this: a crash asleep must wake when its node's message is
+    /// delivered, or the crash between that delivery and the next is never tried.
+    fn dependent_on(
+        &mut self,
+        state: &GlobalState,
+        a: &Event,
+        b: &Event,
+        crash_loses_sent: bool,
+    ) -> bool {
+        (crash_loses_sent && (crash_may_drop(a, b) || crash_may_drop(b, a)))
+            || self.dependent_at(state, a, b)
+    }
+
+    /// Steps `i < j` of `run`, judged in the state before step `i`
+    /// ([`Dependence::dependent_on`] with the run's `crash_loses_sent`).
     fn dependent(&mut self, run: &Run, i: usize, j: usize) -> bool {
         let (a, b) = (run.steps[i].event(), run.steps[j].event());
-        (run.crash_loses_sent && crash_may_drop(a, b)) || self.dependent_at(&run.states[i], a, b)
+        self.dependent_on(&run.states[i], a, b, run.crash_loses_sent)
     }
 
     /// Is running `candidate` from the state before step `i` redundant given the events already
@@ -62,10 +76,63 @@ pub fn propagate_sleep(
     state: &GlobalState,
     sleep: &[Event],
     chosen: &Event,
+    crash_loses_sent: bool,
 ) -> Vec<Event> {
     sleep
         .iter()
-        .filter(|z| z.id != chosen.id && !dep.dependent_at(state, z, chosen))
+        .filter(|z| z.id != chosen.id && !dep.dependent_on(state, z, chosen, crash_loses_sent))
         .cloned()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use flymc_model::{EventId, EventKind, GlobalState};
+    use serde_json::Map;
+
+    use super::*;
+
+    /// Dependent only at the same node, as MoDist judges.
+    struct SameNode;
+    impl Dependence for SameNode {
+        fn dependent_at(&mut self, _state: &GlobalState, a: &Event, b: &Event) -> bool {
+            a.to == b.to
+        }
+    }
+
+    fn message(id: u64, from: usize, to: usize) -> Event {
+        Event {
+            id: EventId(id),
+            kind: EventKind::Message,
+            name: "append".into(),
+            from: Some(from),
+            to,
+            fields: Map::new(),
+            parent: None,
+        }
+    }
+
+    #[test]
+    fn a_sleeping_crash_wakes_when_its_node_s_message_is_delivered_if_crashes_lose_what_was_sent() {
+        let state = GlobalState::new(Vec::new(), &[]);
+        let crash = Event::crash(1, 0);
+        let from_n1 = message(7, 1, 0);
+        let from_n2 = message(8, 2, 0);
+        let sleep = [crash.clone()];
+        // Where a crash keeps what its node sent in flight, the two commute at different nodes.
+        assert_eq!(
+            propagate_sleep(&mut SameNode, &state, &sleep, &from_n1, false).len(),
+            1
+        );
+        // Where it drops it, crashing n1 before or after n0 takes n1's message differs: the
+        // crash must be tried after the delivery too.
+        assert!(propagate_sleep(&mut SameNode, &state, &sleep, &from_n1, true).is_empty());
+        // Another node's message still commutes with the crash.
+        assert_eq!(
+            propagate_sleep(&mut SameNode, &state, &sleep, &from_n2, true).len(),
+            1
+        );
+        // Symmetric: a sleeping message of n1 wakes when n1 crashes.
+        assert!(propagate_sleep(&mut SameNode, &state, &[from_n1], &crash, true).is_empty());
+    }
 }

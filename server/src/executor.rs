@@ -364,7 +364,7 @@ impl<'a> Executor<'a> {
                         .map(|e| e.event.clone())
                         .collect();
                     let state = run.states.last().expect("initial state");
-                    *z = propagate_sleep(dep, state, &events, &event)
+                    *z = propagate_sleep(dep, state, &events, &event, run.crash_loses_sent)
                         .into_iter()
                         .map(|e| e.id)
                         .collect();

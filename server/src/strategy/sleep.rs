@@ -65,6 +65,8 @@ pub struct SleepSets {
     /// The sleep set handed out with the last plan, and where in it the tail starts.
     current: Vec<Event>,
     current_start: Option<usize>,
+    /// The system's `crash_loses_sent`, from the runs observed (branches come from runs).
+    crash_loses_sent: bool,
 }
 
 impl SleepSets {
@@ -81,7 +83,7 @@ impl SleepSets {
         for e in asleep.chain(explored.iter()) {
             if e.id != b.event.id
                 && !z.iter().any(|x| x.id == e.id)
-                && !dep.dependent_at(&b.state, e, &b.event)
+                && !dep.dependent_on(&b.state, e, &b.event, self.crash_loses_sent)
             {
                 z.push(e.clone());
             }
@@ -109,6 +111,7 @@ impl SleepSets {
         run: &Run,
         hashes: &[u64],
     ) -> Vec<Vec<EventId>> {
+        self.crash_loses_sent = run.crash_loses_sent;
         let usable = run.diverged_at.is_none();
         let start = self.current_start.filter(|_| usable);
         let mut out: Vec<Vec<Event>> = Vec::with_capacity(run.states.len());
@@ -123,7 +126,13 @@ impl SleepSets {
                         .filter(|z| step.enabled.iter().any(|e| e.event.id == z.id))
                         .cloned()
                         .collect();
-                    propagate_sleep(dep, &run.states[k - 1], &live, step.event())
+                    propagate_sleep(
+                        dep,
+                        &run.states[k - 1],
+                        &live,
+                        step.event(),
+                        run.crash_loses_sent,
+                    )
                 }
                 _ => self.at.get(&hashes[k]).cloned().unwrap_or_default(),
             };
