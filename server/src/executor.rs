@@ -133,6 +133,9 @@ pub struct Run {
     pub diverged_at: Option<usize>,
     /// The system's [`System::crash_loses_sent`], for judging races in this run.
     pub crash_loses_sent: bool,
+    /// [`Target::late_reports`] of this run.
+    #[serde(default)]
+    pub late_reports: u64,
 }
 
 impl Run {
@@ -188,7 +191,12 @@ impl<'a> Executor<'a> {
         mut cache: Option<&mut StateEventCache>,
         dep: Option<&mut dyn Dependence>,
     ) -> Result<Run, ExecError> {
-        let result = self.run_inner(target, plan, &mut cache, dep);
+        let result = self
+            .run_inner(target, plan, &mut cache, dep)
+            .map(|mut run| {
+                run.late_reports = target.late_reports();
+                run
+            });
         let stopped = target.stop();
         let run = result?;
         stopped.map_err(|source| ExecError::Target {
@@ -237,6 +245,7 @@ impl<'a> Executor<'a> {
             final_enabled: Vec::new(),
             diverged_at: None,
             crash_loses_sent: self.system.crash_loses_sent(),
+            late_reports: 0,
         };
         if let Some(v) = check(&mut props, &run.states[0], 0, PropertyKind::Safety) {
             run.violation = Some(v);

@@ -80,6 +80,9 @@ pub struct Outcome {
     pub stats: StrategyStats,
     /// Paths whose plan could not be followed (an event of the prefix never became enabled).
     pub diverged: u64,
+    /// Paths on which nodes reported events late ([`Run::late_reports`]), and those events.
+    pub late_paths: u64,
+    pub late_reports: u64,
     pub events: u64,
 }
 
@@ -119,6 +122,8 @@ pub fn explore_with(
         cache_misses: 0,
         stats: StrategyStats::default(),
         diverged: 0,
+        late_paths: 0,
+        late_reports: 0,
         events: 0,
         other_violations: 0,
     };
@@ -140,6 +145,10 @@ pub fn explore_with(
         out.events += run.steps.len() as u64;
         if run.diverged_at.is_some() {
             out.diverged += 1;
+        }
+        if run.late_reports > 0 {
+            out.late_paths += 1;
+            out.late_reports += run.late_reports;
         }
         out.unique_states.extend(run.hashes.iter().copied());
         if cfg.check_determinism {
@@ -209,4 +218,100 @@ fn check_determinism(
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use flymc_model::{
+        Event, EventId, GlobalState, NodeId, Property, Symmetry, System, Target, TargetError,
+        Workload,
+    };
+
+    use super::*;
+    use crate::strategy::{build, FlymcOptions, StrategyContext};
+    use crate::testkit::{workload, TinySystem};
+
+    /// The tiny system, with a hook that reports `late` events late on every run.
+    struct Late(u64);
+    struct LateTarget(Box<dyn Target>, u64);
+
+    impl Target for LateTarget {
+        fn start(&mut self, w: &Workload) -> Result<(), TargetError> {
+            self.0.start(w)
+        }
+        fn pending(&self) -> Vec<Event> {
+            self.0.pending()
+        }
+        fn enable(&mut self, id: EventId) -> Result<(), TargetError> {
+            self.0.enable(id)
+        }
+        fn settle(&mut self) -> Result<GlobalState, TargetError> {
+            self.0.settle()
+        }
+        fn crash(&mut self, node: NodeId) -> Result<(), TargetError> {
+            self.0.crash(node)
+        }
+        fn reboot(&mut self, node: NodeId) -> Result<(), TargetError> {
+            self.0.reboot(node)
+        }
+        fn stop(&mut self) -> Result<(), TargetError> {
+            self.0.stop()
+        }
+        fn late_reports(&self) -> u64 {
+            self.1
+        }
+    }
+
+    impl System for Late {
+        fn name(&self) -> &'static str {
+            "late"
+        }
+        fn description(&self) -> &'static str {
+            "test fixture"
+        }
+        fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
+            Ok(Box::new(LateTarget(TinySystem.target(w)?, self.0)))
+        }
+        fn properties(&self, w: &Workload) -> Vec<Box<dyn Property>> {
+            TinySystem.properties(w)
+        }
+        fn symmetry(&self, w: &Workload) -> Symmetry {
+            TinySystem.symmetry(w)
+        }
+    }
+
+    fn explore_late(late: u64) -> (Outcome, Vec<u64>) {
+        let w = workload(2, "[[0, 1], [1, 0]]", "");
+        let ctx = StrategyContext {
+            workload: &w,
+            symmetry: Symmetry::none(),
+            seed: 1,
+            bound: 25,
+            stateless_dfs: true,
+            sets: None,
+            flymc: FlymcOptions::default(),
+        };
+        let mut s = build("dfs", &ctx).unwrap();
+        let cfg = ExploreConfig {
+            max_paths: Some(3),
+            ..Default::default()
+        };
+        let mut per_run = Vec::new();
+        let out = explore_with(&Late(late), &w, s.as_mut(), &cfg, &mut |_| {}, &mut |r| {
+            per_run.push(r.late_reports)
+        })
+        .unwrap();
+        (out, per_run)
+    }
+
+    #[test]
+    fn late_reports_are_kept_with_each_run_and_totalled() {
+        let (out, per_run) = explore_late(2);
+        assert_eq!(out.paths, 3);
+        assert_eq!(per_run, vec![2, 2, 2]);
+        assert_eq!((out.late_paths, out.late_reports), (3, 6));
+        let (out, per_run) = explore_late(0);
+        assert_eq!(per_run, vec![0, 0, 0]);
+        assert_eq!((out.late_paths, out.late_reports), (0, 0));
+    }
 }

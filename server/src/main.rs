@@ -387,6 +387,14 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
                 run.steps.len()
             );
             println!("  replay it: flymc replay {}", file.display());
+            if run.late_reports > 0 {
+                println!(
+                    "  caution: on this path nodes reported {} events after saying they were done \
+                     with their cause, so the order around them was chosen without them; if the \
+                     path does not replay, this finding may be an artefact of that timing",
+                    run.late_reports
+                );
+            }
             1
         }
         None if outcome.exhausted => {
@@ -428,6 +436,12 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     }
     if outcome.diverged > 0 {
         summary += &format!(", {} paths diverged from their plan", outcome.diverged);
+    }
+    if outcome.late_paths > 0 {
+        summary += &format!(
+            ", {} events reported late on {} paths",
+            outcome.late_reports, outcome.late_paths
+        );
     }
     println!("{summary}");
     Ok(code)

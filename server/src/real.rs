@@ -125,6 +125,8 @@ pub struct RealTarget {
     running: bool,
     /// A hang `pending` (which cannot fail) ran into; reported by the next call that can.
     deferred: Mutex<Option<TargetError>>,
+    /// The server's count of late events when this run began.
+    late_base: u64,
 }
 
 impl RealTarget {
@@ -143,6 +145,7 @@ impl RealTarget {
             crashes: Vec::new(),
             reboots: Vec::new(),
             running: false,
+            late_base: 0,
             deferred: Mutex::new(None),
         }
     }
@@ -301,11 +304,18 @@ impl Target for RealTarget {
         self.crashes = vec![0; n];
         self.reboots = vec![0; n];
         server.begin_run(n, &self.cfg.clients);
+        self.late_base = server.stats().late_events;
         self.running = true;
         for node in 0..n {
             self.launch(node, 0)?;
         }
         self.quiet()
+    }
+
+    fn late_reports(&self) -> u64 {
+        self.server
+            .as_ref()
+            .map_or(0, |s| s.stats().late_events.saturating_sub(self.late_base))
     }
 
     fn pending(&self) -> Vec<Event> {

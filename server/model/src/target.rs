@@ -38,4 +38,10 @@ pub trait Target: Send {
     fn reboot(&mut self, node: NodeId) -> Result<(), TargetError>;
     /// Stop everything; must leave nothing running.
     fn stop(&mut self) -> Result<(), TargetError>;
+    /// Events of this run that nodes reported after saying they were done with the step that
+    /// caused them: a hook's quiescence detection missed them, so the step's successors were
+    /// chosen without them and the path may not replay. Only real targets have any.
+    fn late_reports(&self) -> u64 {
+        0
+    }
 }

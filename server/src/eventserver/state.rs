@@ -839,6 +839,23 @@ mod tests {
     }
 
     #[test]
+    fn events_reported_after_their_cause_is_done_are_counted_late_over_the_server_s_life() {
+        let mut st = booted(2);
+        send(&mut st, 0, None, 0, Kind::Message, "a", 1).unwrap();
+        assert_eq!(st.stats.late_events, 0, "reported while starting up");
+        done(&mut st, 0, None, json!({})).unwrap();
+        // Startup is done and no event is in progress: nothing can have caused this one.
+        send(&mut st, 0, None, 1, Kind::Message, "a", 1).unwrap();
+        assert_eq!(st.stats.late_events, 1);
+        // A retried report of it is not counted again.
+        send(&mut st, 0, None, 1, Kind::Message, "a", 1).unwrap();
+        assert_eq!(st.stats.late_events, 1);
+        // The count survives the next run (a real target takes its own run's share by difference).
+        st.begin("t2".into(), 2, &[]);
+        assert_eq!(st.stats.late_events, 1);
+    }
+
+    #[test]
     fn ids_are_derived_from_causal_position_and_pending_is_sorted() {
         let mut st = booted(2);
         let b = send(&mut st, 1, None, 0, Kind::Message, "b", 0).unwrap();

@@ -400,6 +400,7 @@ mod tests {
             final_enabled: vec![c],
             diverged_at: None,
             crash_loses_sent: false,
+            late_reports: 0,
         }
     }
 
