@@ -188,3 +188,65 @@ fn sets_file_with_a_message_kind_the_system_does_not_have() {
         "message kind `prepare_typo` does not exist",
     );
 }
+
+#[test]
+fn bench_refuses_names_it_does_not_know_instead_of_running_nothing() {
+    let d = tmp();
+    let r = flymc_in(d.path(), &["bench", "--only", "cass-9", "--cap", "1"]);
+    assert_one_line_error(
+        &r,
+        "--only: no benchmark workload `cass-9`; choose from cass-1,",
+    );
+    let r = flymc_in(d.path(), &["bench", "--strategies", "flymcc", "--cap", "1"]);
+    assert_one_line_error(
+        &r,
+        "--strategies: no strategy `flymcc`; choose from dfs, random, mdpor, bdpor, rdpor, brdpor, samc, flymc",
+    );
+}
+
+#[test]
+fn bench_runs_only_the_strategies_and_workloads_asked_for() {
+    let d = tmp();
+    let out = d.path().join("b");
+    let r = flymc_in(
+        d.path(),
+        &[
+            "bench",
+            "--strategies",
+            "flymc,mdpor",
+            "--only",
+            "cass-3",
+            "--cap",
+            "300",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.all());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("bench.json")).unwrap()).unwrap();
+    let bugs: Vec<(String, String)> = json["bugs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["workload"].as_str().unwrap().to_string(),
+                e["strategy"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        bugs,
+        vec![
+            ("cass-3".to_string(), "mdpor".to_string()),
+            ("cass-3".to_string(), "flymc".to_string())
+        ]
+    );
+    assert!(json["exhaustion"].as_array().unwrap().is_empty());
+    // flymc's ablations come with flymc; no exhaustion table is printed for an empty section.
+    let ablations = json["ablations"].as_array().unwrap();
+    assert!(ablations.iter().any(|e| e["strategy"] == "no-symmetry"));
+    assert!(!r.stdout.contains("to exhaust"), "{}", r.stdout);
+    assert!(r.stdout.contains("flymc ablations"), "{}", r.stdout);
+}

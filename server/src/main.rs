@@ -107,6 +107,9 @@ struct BenchArgs {
     /// Only these workloads (comma-separated names).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
+    /// Only these strategies (comma-separated; flymc's ablations run with flymc).
+    #[arg(long, value_delimiter = ',')]
+    strategies: Vec<String>,
     /// Depth bound for bdpor and brdpor.
     #[arg(long, default_value_t = 25)]
     bound: usize,
@@ -499,6 +502,7 @@ fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         out: args.out.clone(),
         only: args.only,
+        strategies: args.strategies,
         bound: args.bound,
     };
     println!(

@@ -29,6 +29,8 @@ pub struct BenchConfig {
     pub out: PathBuf,
     /// Only workloads whose name is in this list (all when empty).
     pub only: Vec<String>,
+    /// Only these strategies (all when empty); flymc's ablations run when flymc does.
+    pub strategies: Vec<String>,
     pub bound: usize,
 }
 
@@ -202,6 +204,22 @@ fn selected(cfg: &BenchConfig, name: &str) -> bool {
     cfg.only.is_empty() || cfg.only.iter().any(|o| o == name)
 }
 
+fn strategy_selected(cfg: &BenchConfig, name: &str) -> bool {
+    cfg.strategies.is_empty() || cfg.strategies.iter().any(|s| s == name)
+}
+
+/// A name in `asked` that is not in `known`, as an error that lists what is (a typo would
+/// otherwise run an empty benchmark).
+fn check_names(what: &str, flag: &str, asked: &[String], known: &[String]) -> Result<()> {
+    if let Some(bad) = asked.iter().find(|a| !known.contains(a)) {
+        anyhow::bail!(
+            "{flag}: no {what} `{bad}`; choose from {}",
+            known.join(", ")
+        );
+    }
+    Ok(())
+}
+
 /// Run the whole benchmark.
 pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Result<Report> {
     let start = Instant::now();
@@ -211,6 +229,18 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
         .filter(|s| s.name().ends_with("-sim"))
         .collect();
     let load = |system: &str, name: &str| workloads::load(folder, system, name);
+    let mut known: Vec<String> = Vec::new();
+    for system in &sims {
+        for name in workloads::names(folder, system.name()) {
+            if load(system.name(), &name)?.expect.is_some() {
+                known.push(name);
+            }
+        }
+    }
+    known.extend(EXHAUSTION.iter().map(|(_, name)| name.to_string()));
+    check_names("benchmark workload", "--only", &cfg.only, &known)?;
+    let names: Vec<String> = strategy::NAMES.iter().map(|s| s.to_string()).collect();
+    check_names("strategy", "--strategies", &cfg.strategies, &names)?;
     // Section 0: bugs. Every workload that names the property its bug breaks.
     for system in &sims {
         for name in workloads::names(folder, system.name()) {
@@ -221,7 +251,7 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
             if !selected(cfg, &name) {
                 continue;
             }
-            for &s in strategy::NAMES {
+            for &s in strategy::NAMES.iter().filter(|s| strategy_selected(cfg, s)) {
                 let seeds = if strategy::is_randomized(s) {
                     cfg.seeds
                 } else {
@@ -249,7 +279,10 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
             continue;
         }
         let w = load(system, name)?;
-        for &s in strategy::NAMES.iter().filter(|s| **s != "random") {
+        for &s in strategy::NAMES
+            .iter()
+            .filter(|s| **s != "random" && strategy_selected(cfg, s))
+        {
             jobs.push(Job {
                 section: 1,
                 system: system.into(),
@@ -427,7 +460,11 @@ pub fn write(report: &Report, out: &Path) -> Result<Vec<PathBuf>> {
 /// The tables, as text.
 pub fn tables(report: &Report) -> String {
     let mut s = String::new();
+    // A section with nothing selected (`--only`, `--strategies`) is left out.
     let table = |s: &mut String, title: &str, entries: &[Entry], exhaustion: bool| {
+        if entries.is_empty() {
+            return;
+        }
         s.push_str(&format!("\n{title}\n"));
         let mut workloads: Vec<&str> = Vec::new();
         let mut strategies: Vec<&str> = Vec::new();
@@ -475,7 +512,9 @@ pub fn tables(report: &Report) -> String {
         &report.exhaustion,
         true,
     );
-    s.push_str("\nflymc ablations (paths; pruned by symmetry / by independence; deprioritised by parallel flips; cache hit rate)\n");
+    if !report.ablations.is_empty() {
+        s.push_str("\nflymc ablations (paths; pruned by symmetry / by independence; deprioritised by parallel flips; cache hit rate)\n");
+    }
     for e in &report.ablations {
         let c = &e.cells[0];
         s.push_str(&format!(
