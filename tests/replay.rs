@@ -170,3 +170,33 @@ fn a_changed_workload_file_is_refused() {
         "changed since this path was recorded",
     );
 }
+
+#[test]
+fn a_diverging_replay_names_late_reports_recorded_with_the_path() {
+    let d = tempfile::tempdir().unwrap();
+    let file = recorded(d.path(), "cass-3");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(
+        json.get("late_reports").is_none(),
+        "a simulated target reports nothing late, and the field is left out"
+    );
+    // An event the system never enables: the replay diverges there.
+    json["events"][1]["id"] = serde_json::json!("00000000000000ff");
+    std::fs::write(&file, json.to_string()).unwrap();
+    let r = replay(d.path(), &file);
+    assert_eq!(r.code, 3, "{}", r.all());
+    assert!(r.stdout.contains("diverged at step 1"), "{}", r.stdout);
+    assert!(!r.stdout.contains("late"), "{}", r.stdout);
+
+    json["late_reports"] = serde_json::json!(3);
+    std::fs::write(&file, json.to_string()).unwrap();
+    let r = replay(d.path(), &file);
+    assert_eq!(r.code, 3, "{}", r.all());
+    assert!(
+        r.stdout
+            .contains("while this path was recorded, nodes reported 3 events late"),
+        "{}",
+        r.stdout
+    );
+}

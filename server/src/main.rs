@@ -556,6 +556,14 @@ fn replay_cmd(file: &Path, folder: Option<&Path>, backend: &str) -> Result<u8> {
                 Some(o) => println!("  observed state: {}", serde_json::to_string(&o)?),
                 None => println!("  observed state: (step not taken)"),
             }
+            if path.late_reports > 0 {
+                println!(
+                    "  note: while this path was recorded, nodes reported {} events late (after \
+                     saying they were done); the recording may hold an order the system does not \
+                     repeat",
+                    path.late_reports
+                );
+            }
             Ok(3)
         }
         ReplayOutcome::ViolationDiffers { expected, observed } => {

@@ -68,6 +68,14 @@ pub struct PathFile {
     pub states: Vec<StateRecord>,
     pub ending: Ending,
     pub violation: Option<Violation>,
+    /// Events the nodes reported late while this path was recorded ([`Run::late_reports`]):
+    /// where a replay diverges, that timing is the first suspect.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub late_reports: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl PathFile {
@@ -109,6 +117,7 @@ impl PathFile {
                 .collect(),
             ending: run.ending.clone(),
             violation: run.violation.clone(),
+            late_reports: run.late_reports,
         }
     }
 
