@@ -263,6 +263,8 @@ impl<'a> Executor<'a> {
         // limit again (MaceMC). A path that holds such a continuation replays past the limit.
         let mut limit = w.max_events;
         let mut fair = false;
+        // When each node's timer of each name last fired, for the fair continuation's choice.
+        let mut last_fired: HashMap<(NodeId, String), usize> = HashMap::new();
         loop {
             let step_no = run.steps.len();
             if step_no >= limit {
@@ -347,7 +349,15 @@ impl<'a> Executor<'a> {
                     Tail::Random(_) if !fair => {
                         rng.as_mut().expect("seeded").gen_range(0..enabled.len())
                     }
-                    _ => match default_pick(&enabled, &asleep) {
+                    _ => match default_pick(
+                        &enabled,
+                        &asleep,
+                        fair.then_some(&|e: &Enabled| {
+                            last_fired
+                                .get(&(e.event.to, e.event.name.clone()))
+                                .map_or(0, |s| s + 1)
+                        }),
+                    ) {
                         Some(i) => i,
                         None => {
                             let (sleeping, awake): (Vec<Enabled>, Vec<Enabled>) =
@@ -380,6 +390,9 @@ impl<'a> Executor<'a> {
                 }
             }
             let node: NodeId = event.to;
+            if event.kind == EventKind::Timeout {
+                last_fired.insert((node, event.name.clone()), step_no);
+            }
             node_clock[node].join(&enabled[chosen].vc);
             node_clock[node].tick(node);
             let vc = node_clock[node].clone();
@@ -523,7 +536,19 @@ impl<'a> Executor<'a> {
 /// flight, a timer only when neither is (external inputs arrive, and timeouts fire, when the
 /// system is quiet); never a crash or reboot, which stay choices for the strategies. Sleeping
 /// events are passed over.
-fn default_pick(enabled: &[Enabled], asleep: &dyn Fn(&Enabled) -> bool) -> Option<usize> {
+/// The default order's next event: the first pending message, else client request, else
+/// crash-point disk write, else the first timer. With `timer_rank` (the fair continuation), the
+/// first timer's kind still goes first, but at the node where that timer fired least recently.
+/// A real target lists pending events by node, and a timer that re-arms whenever its node gets
+/// a message (ZooKeeper's election poll) would otherwise fire at the first node forever while
+/// the same timer at the others never does: liveness judged on a schedule no real clock
+/// produces. (Rotating among all timers instead lets long timers, a leader's wait for its
+/// followers, fire as often as short ones, which no real clock does either.)
+fn default_pick(
+    enabled: &[Enabled],
+    asleep: &dyn Fn(&Enabled) -> bool,
+    timer_rank: Option<&dyn Fn(&Enabled) -> usize>,
+) -> Option<usize> {
     // A crash-point disk write (`disk:<name>`, timer-like in the model) is a write in progress:
     // it completes before timers fire, as on a disk that is not stalled.
     let disk =
@@ -537,9 +562,20 @@ fn default_pick(enabled: &[Enabled], asleep: &dyn Fn(&Enabled) -> bool) -> Optio
         })
         .or_else(|| enabled.iter().position(|e| disk(e) && !asleep(e)))
         .or_else(|| {
-            enabled
+            let first = enabled
                 .iter()
-                .position(|e| e.event.kind == EventKind::Timeout && !asleep(e))
+                .position(|e| e.event.kind == EventKind::Timeout && !asleep(e))?;
+            let Some(rank) = timer_rank else {
+                return Some(first);
+            };
+            // The same timer at another node, if it fired less recently.
+            let name = &enabled[first].event.name;
+            (0..enabled.len())
+                .filter(|&i| {
+                    let e = &enabled[i];
+                    e.event.kind == EventKind::Timeout && e.event.name == *name && !asleep(e)
+                })
+                .min_by_key(|&i| (rank(&enabled[i]), i))
         })
 }
 
