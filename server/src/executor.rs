@@ -390,7 +390,8 @@ impl<'a> Executor<'a> {
                 }
             }
             let node: NodeId = event.to;
-            if event.kind == EventKind::Timeout {
+            // Only a random walk can reach a fair continuation, which reads this.
+            if event.kind == EventKind::Timeout && matches!(plan.tail, Tail::Random(_)) {
                 last_fired.insert((node, event.name.clone()), step_no);
             }
             node_clock[node].join(&enabled[chosen].vc);
@@ -532,12 +533,10 @@ impl<'a> Executor<'a> {
     }
 }
 
-/// The default order: the oldest pending message; a client request only when no message is in
-/// flight, a timer only when neither is (external inputs arrive, and timeouts fire, when the
-/// system is quiet); never a crash or reboot, which stay choices for the strategies. Sleeping
-/// events are passed over.
-/// The default order's next event: the first pending message, else client request, else
-/// crash-point disk write, else the first timer. With `timer_rank` (the fair continuation), the
+/// The default order: the first pending message; a client request only when no message is in
+/// flight, a crash-point disk write or timer only when neither is (external inputs arrive, and
+/// timeouts fire, when the system is quiet); never a crash or reboot, which stay choices for the
+/// strategies. Sleeping events are passed over. With `timer_rank` (the fair continuation), the
 /// first timer's kind still goes first, but at the node where that timer fired least recently.
 /// A real target lists pending events by node, and a timer that re-arms whenever its node gets
 /// a message (ZooKeeper's election poll) would otherwise fire at the first node forever while

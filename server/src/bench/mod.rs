@@ -229,28 +229,27 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
         .filter(|s| s.name().ends_with("-sim"))
         .collect();
     let load = |system: &str, name: &str| workloads::load(folder, system, name);
-    let mut known: Vec<String> = Vec::new();
-    for system in &sims {
-        for name in workloads::names(folder, system.name()) {
-            if load(system.name(), &name)?.expect.is_some() {
-                known.push(name);
-            }
-        }
-    }
-    known.extend(EXHAUSTION.iter().map(|(_, name)| name.to_string()));
-    check_names("benchmark workload", "--only", &cfg.only, &known)?;
-    let names: Vec<String> = strategy::NAMES.iter().map(|s| s.to_string()).collect();
-    check_names("strategy", "--strategies", &cfg.strategies, &names)?;
-    // Section 0: bugs. Every workload that names the property its bug breaks.
+    // The bug workloads: every workload that names the property its bug breaks.
+    let mut bugs: Vec<(&str, Workload, String)> = Vec::new();
     for system in &sims {
         for name in workloads::names(folder, system.name()) {
             let w = load(system.name(), &name)?;
-            let Some(expect) = w.expect.clone() else {
-                continue;
-            };
-            if !selected(cfg, &name) {
-                continue;
+            if let Some(expect) = w.expect.clone() {
+                bugs.push((system.name(), w, expect));
             }
+        }
+    }
+    let known: Vec<String> = bugs
+        .iter()
+        .map(|(_, w, _)| w.name.clone())
+        .chain(EXHAUSTION.iter().map(|(_, name)| name.to_string()))
+        .collect();
+    check_names("benchmark workload", "--only", &cfg.only, &known)?;
+    let names: Vec<String> = strategy::NAMES.iter().map(|s| s.to_string()).collect();
+    check_names("strategy", "--strategies", &cfg.strategies, &names)?;
+    // Section 0: bugs.
+    for (system, w, expect) in &bugs {
+        if selected(cfg, &w.name) {
             for &s in strategy::NAMES.iter().filter(|s| strategy_selected(cfg, s)) {
                 let seeds = if strategy::is_randomized(s) {
                     cfg.seeds
@@ -260,7 +259,7 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
                 for seed in 0..seeds {
                     jobs.push(Job {
                         section: 0,
-                        system: system.name().into(),
+                        system: system.to_string(),
                         workload: w.clone(),
                         label: s.into(),
                         strategy: s,
