@@ -52,6 +52,7 @@ fn explore(system: &dyn System, w: &Workload, name: &str, paths: u64) -> (Vec<Ru
             independence: true,
             parallel_flips: true,
         },
+        fault_vars: system.fault_vars(),
     };
     let mut strat = strategy::build(name, &ctx).unwrap();
     let cfg = ExploreConfig {

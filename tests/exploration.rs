@@ -81,6 +81,7 @@ fn explore_runs(
         stateless_dfs: false,
         sets: systems::load_sets(system.as_ref(), &w, None).unwrap(),
         flymc: opts,
+        fault_vars: system.fault_vars(),
     };
     let mut s = strategy::build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {

@@ -56,6 +56,7 @@ fn explore(
             independence: true,
             parallel_flips: true,
         },
+        fault_vars: system.fault_vars(),
     };
     let mut strat = strategy::build(name, &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -544,6 +545,7 @@ fn flymc_moves_a_crash_of_n0_back_before_the_appends_it_sent() {
         stateless_dfs: !sys.states_are_complete(),
         sets,
         flymc: FlymcOptions::default(),
+        fault_vars: sys.fault_vars(),
     };
     let mut strat = TowardsTheCrash {
         inner: strategy::build("flymc", &ctx).unwrap(),

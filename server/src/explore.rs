@@ -290,6 +290,7 @@ mod tests {
             stateless_dfs: true,
             sets: None,
             flymc: FlymcOptions::default(),
+            fault_vars: None,
         };
         let mut s = build("dfs", &ctx).unwrap();
         let cfg = ExploreConfig {

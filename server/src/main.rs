@@ -298,6 +298,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             independence: !args.ablation.no_independence,
             parallel_flips: !args.ablation.no_parallel_flips,
         },
+        fault_vars: system.fault_vars(),
     };
     let mut strat = strategy::build(&args.strategy, &ctx)?;
     let cfg = ExploreConfig {
@@ -401,7 +402,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             1
         }
         None if outcome.exhausted => {
-            println!("no violation: the search space is exhausted");
+            println!("no violation: {}", strat.exhaustion());
             0
         }
         None => {

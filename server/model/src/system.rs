@@ -33,6 +33,12 @@ pub trait System: Send + Sync {
     fn crash_loses_sent(&self) -> bool {
         false
     }
+    /// The node variables that tell fault states apart for the `faults` strategy: what
+    /// survives a crash (epochs, logs) and the roles, not the counters and queues that change
+    /// with every message. `None`: all of them.
+    fn fault_vars(&self) -> Option<&'static [&'static str]> {
+        None
+    }
     /// Every message kind (event name) its nodes can receive, for checking sets files;
     /// `None` when the system cannot say.
     fn message_kinds(&self) -> Option<Vec<&'static str>> {

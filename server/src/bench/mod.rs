@@ -158,6 +158,7 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         stateless_dfs: !system.states_are_complete(),
         sets,
         flymc: job.flymc,
+        fault_vars: system.fault_vars(),
     };
     let mut strat = strategy::build(job.strategy, &ctx)?;
     let ecfg = ExploreConfig {
@@ -245,12 +246,15 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
         .chain(EXHAUSTION.iter().map(|(_, name)| name.to_string()))
         .collect();
     check_names("benchmark workload", "--only", &cfg.only, &known)?;
-    let names: Vec<String> = strategy::NAMES.iter().map(|s| s.to_string()).collect();
+    let names: Vec<String> = strategy::COMPARED.iter().map(|s| s.to_string()).collect();
     check_names("strategy", "--strategies", &cfg.strategies, &names)?;
     // Section 0: bugs.
     for (system, w, expect) in &bugs {
         if selected(cfg, &w.name) {
-            for &s in strategy::NAMES.iter().filter(|s| strategy_selected(cfg, s)) {
+            for &s in strategy::COMPARED
+                .iter()
+                .filter(|s| strategy_selected(cfg, s))
+            {
                 let seeds = if strategy::is_randomized(s) {
                     cfg.seeds
                 } else {
@@ -278,7 +282,7 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
             continue;
         }
         let w = load(system, name)?;
-        for &s in strategy::NAMES
+        for &s in strategy::COMPARED
             .iter()
             .filter(|s| **s != "random" && strategy_selected(cfg, s))
         {

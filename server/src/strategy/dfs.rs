@@ -66,7 +66,7 @@ impl Dfs {
 }
 
 /// Crashes and reboots taken by the first `n` steps.
-fn spent_after(run: &Run, n: usize) -> Vec<(u32, u32)> {
+pub(super) fn spent_after(run: &Run, n: usize) -> Vec<(u32, u32)> {
     let mut out = Vec::with_capacity(n + 1);
     let (mut c, mut r) = (0, 0);
     out.push((c, r));

@@ -7,6 +7,7 @@ mod bdpor;
 mod brdpor;
 mod dfs;
 pub mod dpor;
+mod faults;
 pub mod flymc;
 mod mdpor;
 mod random;
@@ -35,6 +36,8 @@ pub struct StrategyContext<'a> {
     pub sets: Option<SetsFile>,
     /// Which FlyMC algorithms are on.
     pub flymc: FlymcOptions,
+    /// The system's [`flymc_model::System::fault_vars`], for `faults`.
+    pub fault_vars: Option<&'static [&'static str]>,
 }
 
 pub use flymc::FlymcOptions;
@@ -74,10 +77,20 @@ pub trait Strategy {
     fn stats(&self) -> StrategyStats {
         StrategyStats::default()
     }
+    /// What it means that this strategy ran out of paths, for the run summary.
+    fn exhaustion(&self) -> &'static str {
+        "the search space is exhausted"
+    }
 }
 
 /// The strategies, by command-line name.
 pub const NAMES: &[&str] = &[
+    "dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor", "samc", "flymc", "faults",
+];
+
+/// The strategies `flymc bench` compares: the paper's baselines and flymc. (`faults` explores
+/// fault placements only, so its path counts and exhaustion answer a different question.)
+pub const COMPARED: &[&str] = &[
     "dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor", "samc", "flymc",
 ];
 
@@ -97,6 +110,7 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
         "brdpor" => Box::new(brdpor::new(ctx)),
         "samc" => Box::new(samc::new(sets()?, ctx.symmetry.clone(), ctx.seed)),
         "flymc" => Box::new(flymc::Flymc::new(sets()?, ctx.symmetry.clone(), ctx.flymc)),
+        "faults" => Box::new(faults::Faults::new(ctx.fault_vars)),
         _ => return Err(BuildError::Unknown(name.into())),
     })
 }

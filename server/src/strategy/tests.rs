@@ -18,6 +18,7 @@ fn count(strategy: &str, w: &flymc_model::Workload) -> (u64, bool, Option<String
         stateless_dfs,
         sets: None,
         flymc: FlymcOptions::default(),
+        fault_vars: None,
     };
     let mut s = build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -85,6 +86,7 @@ fn bounded_dpor_does_not_reorder_beyond_its_bound() {
         stateless_dfs: false,
         sets: None,
         flymc: FlymcOptions::default(),
+        fault_vars: None,
     };
     let mut s = build("bdpor", &ctx).unwrap();
     let out = explore(
@@ -121,6 +123,7 @@ fn random_walks_are_seeded() {
         stateless_dfs: false,
         sets: None,
         flymc: FlymcOptions::default(),
+        fault_vars: None,
     };
     let walk = |ctx: &StrategyContext| {
         let mut s = build("random", ctx).unwrap();
@@ -155,6 +158,7 @@ fn with_sets(
         stateless_dfs: false,
         sets: Some(sets),
         flymc,
+        fault_vars: None,
     };
     let mut s = build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -233,4 +237,79 @@ fn symmetry_prunes_mirrored_transitions() {
         .pruned
         .iter()
         .any(|(k, n)| k == "symmetry" && *n > 0));
+}
+
+fn faults_runs(w: &flymc_model::Workload) -> (crate::explore::Outcome, Vec<Vec<String>>) {
+    let ctx = StrategyContext {
+        workload: w,
+        symmetry: Symmetry::none(),
+        seed: 1,
+        bound: 25,
+        stateless_dfs: false,
+        sets: None,
+        flymc: FlymcOptions::default(),
+        fault_vars: None,
+    };
+    let mut s = build("faults", &ctx).unwrap();
+    let cfg = ExploreConfig {
+        max_paths: Some(1000),
+        check_determinism: true,
+        ..Default::default()
+    };
+    let mut runs = Vec::new();
+    let out =
+        crate::explore::explore_with(&TinySystem, w, s.as_mut(), &cfg, &mut |_| {}, &mut |r| {
+            runs.push(r.events().map(|e| e.describe()).collect())
+        })
+        .unwrap();
+    (out, runs)
+}
+
+#[test]
+fn faults_tries_each_fault_once_per_fault_state() {
+    // Two requests at n0, one crash and one reboot. The default run offers a crash before,
+    // between and after the requests: 3 paths. Each leaves n0 down at count 0 with one crash
+    // spent, so the reboot is tried from that fault state once, not three times: 5 paths.
+    let w = workload(
+        1,
+        "[[0, -1], [0, -1]]",
+        "[faults]\ncrashes = 1\nreboots = 1",
+    );
+    let (out, runs) = faults_runs(&w);
+    assert_eq!((out.paths, out.exhausted), (5, true), "{runs:#?}");
+    assert!(
+        out.stats.pruned.iter().any(|(_, n)| *n == 2),
+        "{:?}",
+        out.stats
+    );
+    // Breadth-first: every one-fault path runs before the two-fault one.
+    let faults = |r: &Vec<String>| {
+        r.iter()
+            .filter(|d| d.starts_with("crash") || d.starts_with("reboot"))
+            .count()
+    };
+    let counts: Vec<usize> = runs.iter().map(faults).collect();
+    assert_eq!(counts, [0, 1, 1, 1, 2]);
+}
+
+#[test]
+fn faults_keeps_the_default_order_of_everything_but_faults() {
+    // c0 forwards to n1, where it races with c1: the default order is c0, fwd, c1, and
+    // reordering strategies also try c1 before fwd. `faults` only places the crash.
+    let w = workload(2, "[[0, 1], [1, -1]]", "[faults]\ncrashes = 1");
+    let (out, runs) = faults_runs(&w);
+    assert!(out.exhausted);
+    let default: Vec<&String> = runs[0].iter().collect();
+    for r in &runs {
+        let mut rest = default.iter();
+        for e in r.iter().filter(|d| !d.starts_with("crash")) {
+            assert!(
+                rest.any(|d| *d == e),
+                "{e} out of the default order in {r:?}"
+            );
+        }
+    }
+    // A crash of n0 or n1 before, between and after the three events, minus the placements
+    // that meet a fault state already tried: fewer runs than stateful DFS, which also reorders.
+    assert!(out.paths < count("dfs", &w).0, "{}", out.paths);
 }

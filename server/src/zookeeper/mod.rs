@@ -456,4 +456,20 @@ impl System for ZookeeperSystem {
     fn message_kinds(&self) -> Option<Vec<&'static str>> {
         Some(MESSAGE_KINDS.to_vec())
     }
+
+    /// What a crash keeps (the epochs and the txn log on disk), the roles, and what the leader
+    /// committed and the clients were told; not the election's counters and votes, nor the
+    /// queues, which change with every message.
+    fn fault_vars(&self) -> Option<&'static [&'static str]> {
+        Some(&[
+            "state",
+            "zabState",
+            "leader",
+            "currentEpoch",
+            "acceptedEpoch",
+            "log",
+            "lastCommitted",
+            "acked",
+        ])
+    }
 }
