@@ -173,12 +173,15 @@ fn crashes_and_reboots_are_explored_without_a_false_alarm() {
 /// liveness alarm on its first path. Seed 2's fourth path ends with all three nodes LOOKING
 /// in one round: the fair continuation must let every node's election poll fire, not only
 /// the first node's (whose own notifications re-arm it first each time); before, it raised a
-/// false alarm after 800 events with each node voting for itself.
+/// false alarm after 800 events with each node voting for itself. Seed 4's second path needs
+/// the finalize waits (200 ms) at n1 and n2 to fire before n0's election poll, which has backed
+/// off: timers fire by deadline, from the durations the hook reports; before, it raised the
+/// same false alarm.
 #[test]
 fn random_walks_with_faults_settle_without_a_false_alarm() {
     let _one = one_cluster();
     let d = tmp();
-    for (seed, paths) in [("1", 2), ("2", 4)] {
+    for (seed, paths) in [("1", 2), ("2", 4), ("4", 4)] {
         let ran = run_zk(
             d.path(),
             "le-3crash",

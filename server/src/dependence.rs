@@ -109,6 +109,7 @@ mod tests {
             to,
             fields: Map::new(),
             parent: None,
+            delay_ms: None,
         }
     }
 

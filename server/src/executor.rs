@@ -265,6 +265,10 @@ impl<'a> Executor<'a> {
         let mut fair = false;
         // When each node's timer of each name last fired, for the fair continuation's choice.
         let mut last_fired: HashMap<(NodeId, String), usize> = HashMap::new();
+        // Virtual time for the fair continuation: when each pending timer was armed, on a clock
+        // that only fired timers advance (to their deadline); messages take no time.
+        let mut armed: HashMap<EventId, u64> = HashMap::new();
+        let mut now: u64 = 0;
         loop {
             let step_no = run.steps.len();
             if step_no >= limit {
@@ -300,6 +304,11 @@ impl<'a> Executor<'a> {
                 })
                 .collect();
             self.add_faults(&mut enabled, &faults, &step_vc, n);
+            if matches!(plan.tail, Tail::Random(_)) {
+                for e in enabled.iter().filter(|e| e.event.delay_ms.is_some()) {
+                    armed.entry(e.event.id).or_insert(now);
+                }
+            }
             if enabled.is_empty() {
                 run.ending = Ending::Quiescent;
                 break;
@@ -352,10 +361,14 @@ impl<'a> Executor<'a> {
                     _ => match default_pick(
                         &enabled,
                         &asleep,
-                        fair.then_some(&|e: &Enabled| {
-                            last_fired
+                        fair.then_some(&|e: &Enabled| TimerRank {
+                            deadline: e
+                                .event
+                                .delay_ms
+                                .map(|d| armed.get(&e.event.id).copied().unwrap_or(now) + d),
+                            last_fired: last_fired
                                 .get(&(e.event.to, e.event.name.clone()))
-                                .map_or(0, |s| s + 1)
+                                .map_or(0, |s| s + 1),
                         }),
                     ) {
                         Some(i) => i,
@@ -393,6 +406,9 @@ impl<'a> Executor<'a> {
             // Only a random walk can reach a fair continuation, which reads this.
             if event.kind == EventKind::Timeout && matches!(plan.tail, Tail::Random(_)) {
                 last_fired.insert((node, event.name.clone()), step_no);
+                if let (Some(d), Some(at)) = (event.delay_ms, armed.get(&event.id)) {
+                    now = now.max(at + d);
+                }
             }
             node_clock[node].join(&enabled[chosen].vc);
             node_clock[node].tick(node);
@@ -533,20 +549,32 @@ impl<'a> Executor<'a> {
     }
 }
 
+/// How the fair continuation ranks a pending timer.
+struct TimerRank {
+    /// Virtual time it is due, when its node said how long it waits.
+    deadline: Option<u64>,
+    /// 0 if it never fired at its node, else 1 + the step it last did.
+    last_fired: usize,
+}
+
 /// The default order: the first pending message; a client request only when no message is in
 /// flight, a crash-point disk write or timer only when neither is (external inputs arrive, and
 /// timeouts fire, when the system is quiet); never a crash or reboot, which stay choices for the
-/// strategies. Sleeping events are passed over. With `timer_rank` (the fair continuation), the
-/// first timer's kind still goes first, but at the node where that timer fired least recently.
-/// A real target lists pending events by node, and a timer that re-arms whenever its node gets
-/// a message (ZooKeeper's election poll) would otherwise fire at the first node forever while
-/// the same timer at the others never does: liveness judged on a schedule no real clock
-/// produces. (Rotating among all timers instead lets long timers, a leader's wait for its
-/// followers, fire as often as short ones, which no real clock does either.)
+/// strategies. Sleeping events are passed over.
+///
+/// With `timer_rank` (the fair continuation), timers are judged as a real clock would. A real
+/// target lists pending events by node, and a timer that re-arms whenever its node gets a
+/// message (ZooKeeper's election poll) would otherwise fire at the first node forever while
+/// the others' never do: liveness judged on a schedule no real clock produces. So if the first
+/// timer's duration is known, the timer with the earliest deadline among those whose duration
+/// is known fires (ties: the one that fired least recently at its node); otherwise the first
+/// timer's kind goes, at the node where it fired least recently. (Rotating among all timers
+/// instead lets long timers, a leader's wait for its followers, fire as often as short ones,
+/// which no real clock does either.)
 fn default_pick(
     enabled: &[Enabled],
     asleep: &dyn Fn(&Enabled) -> bool,
-    timer_rank: Option<&dyn Fn(&Enabled) -> usize>,
+    timer_rank: Option<&dyn Fn(&Enabled) -> TimerRank>,
 ) -> Option<usize> {
     // A crash-point disk write (`disk:<name>`, timer-like in the model) is a write in progress:
     // it completes before timers fire, as on a disk that is not stalled.
@@ -567,14 +595,24 @@ fn default_pick(
             let Some(rank) = timer_rank else {
                 return Some(first);
             };
+            let timers = (0..enabled.len()).filter(|&i| {
+                let e = &enabled[i];
+                e.event.kind == EventKind::Timeout && !asleep(e)
+            });
+            if rank(&enabled[first]).deadline.is_some() {
+                return timers
+                    .filter_map(|i| {
+                        let r = rank(&enabled[i]);
+                        r.deadline.map(|d| (d, r.last_fired, i))
+                    })
+                    .min()
+                    .map(|(_, _, i)| i);
+            }
             // The same timer at another node, if it fired less recently.
             let name = &enabled[first].event.name;
-            (0..enabled.len())
-                .filter(|&i| {
-                    let e = &enabled[i];
-                    e.event.kind == EventKind::Timeout && e.event.name == *name && !asleep(e)
-                })
-                .min_by_key(|&i| (rank(&enabled[i]), i))
+            timers
+                .filter(|&i| enabled[i].event.name == *name)
+                .min_by_key(|&i| (rank(&enabled[i]).last_fired, i))
         })
 }
 
@@ -595,4 +633,61 @@ fn check(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Map;
+
+    fn timer(id: u64, name: &str, to: NodeId, delay_ms: Option<u64>) -> Enabled {
+        Enabled {
+            event: Event {
+                id: EventId(id),
+                kind: EventKind::Timeout,
+                name: name.into(),
+                from: None,
+                to,
+                fields: Map::new(),
+                parent: None,
+                delay_ms,
+            },
+            vc: VectorClock::new(3),
+        }
+    }
+
+    #[test]
+    fn a_fair_continuation_fires_the_earliest_deadline_not_the_first_listed_timer() {
+        let awake = |_: &Enabled| false;
+        // n0's election poll, listed first, has backed off to 800 ms; the finalize waits at n1
+        // and n2 are 200 ms and were armed before it.
+        let enabled = [
+            timer(1, "fle-poll", 0, Some(800)),
+            timer(2, "finalize", 1, Some(200)),
+            timer(3, "finalize", 2, Some(200)),
+        ];
+        let rank = |e: &Enabled| TimerRank {
+            deadline: e
+                .event
+                .delay_ms
+                .map(|d| if e.event.to == 0 { 100 } else { 0 } + d),
+            last_fired: if e.event.to == 1 { 5 } else { 0 },
+        };
+        // Equal deadlines: n2's never fired, n1's did.
+        assert_eq!(default_pick(&enabled, &awake, Some(&rank)), Some(2));
+        // Outside a fair continuation the listing order decides.
+        assert_eq!(default_pick(&enabled, &awake, None), Some(0));
+        // A first timer of unknown duration keeps the kind rule: that kind, at the node where
+        // it fired least recently.
+        let enabled = [
+            timer(1, "tick", 0, None),
+            timer(2, "finalize", 1, Some(200)),
+            timer(3, "tick", 2, None),
+        ];
+        let rank = |e: &Enabled| TimerRank {
+            deadline: e.event.delay_ms,
+            last_fired: if e.event.to == 0 { 7 } else { 0 },
+        };
+        assert_eq!(default_pick(&enabled, &awake, Some(&rank)), Some(2));
+    }
 }

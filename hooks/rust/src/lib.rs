@@ -368,6 +368,7 @@ impl Hook {
                         payload: o.payload,
                         channel: None,
                         peer: None,
+                        delay_ms: None,
                     }
                 })
                 .collect();

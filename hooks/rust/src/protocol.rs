@@ -143,6 +143,10 @@ pub struct Intercept {
     /// the incarnation that node had when it was reported has crashed (noticing a dead peer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<usize>,
+    /// For a timeout: how long the node asked to wait, in milliseconds. flymc fires timers in
+    /// deadline order when it must be fair to them; not part of the identity or of the state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
 }
 
 /// `POST /v1/events`.

@@ -1032,6 +1032,7 @@ impl Sim {
                     to: *to,
                     fields,
                     parent: None,
+                    delay_ms: None,
                 }
             })
             .collect();

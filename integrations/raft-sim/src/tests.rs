@@ -508,6 +508,7 @@ impl<'a> Sim<'a> {
             to: *to,
             fields,
             parent: None,
+            delay_ms: None,
         }
     }
 

@@ -120,6 +120,10 @@ pub struct Event {
     /// The event whose processing produced this one; `None` for workload-initial events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<EventId>,
+    /// For a timer: how long its node asked to wait (ms), when the target knows. Not part of the
+    /// identity, the description or the state: only a fair continuation reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
 }
 
 impl Event {
@@ -133,6 +137,7 @@ impl Event {
             to: node,
             fields: Map::new(),
             parent: None,
+            delay_ms: None,
         }
     }
 
@@ -146,6 +151,7 @@ impl Event {
             to: node,
             fields: Map::new(),
             parent: None,
+            delay_ms: None,
         }
     }
 

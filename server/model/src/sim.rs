@@ -151,6 +151,7 @@ impl<P: Protocol> SimTarget<P> {
                 to,
                 fields,
                 parent,
+                delay_ms: None,
             };
             self.pending.push(Pending { event, msg });
         }

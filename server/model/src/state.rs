@@ -154,6 +154,7 @@ mod tests {
             to: 1,
             fields: Map::new(),
             parent: None,
+            delay_ms: None,
         };
         let mut e2 = e1.clone();
         e2.name = "b".into();

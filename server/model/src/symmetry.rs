@@ -370,6 +370,7 @@ mod tests {
             to,
             fields: Map::new(),
             parent: None,
+            delay_ms: None,
         };
         let (aa, ab) = (sym.abstract_state(&a), sym.abstract_state(&b));
         // Delivering to the node with ballot 0 is the same abstract event in both.

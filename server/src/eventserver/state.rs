@@ -203,6 +203,7 @@ impl RunState {
                 to: c.to,
                 fields: c.fields.clone(),
                 parent: None,
+                delay_ms: None,
             };
             self.events.insert(
                 id,
@@ -394,6 +395,8 @@ impl RunState {
                 to: e.to,
                 fields: e.fields.clone(),
                 parent,
+                // Only a timer waits.
+                delay_ms: e.delay_ms.filter(|_| kind == EventKind::Timeout),
             };
             if let Some(old) = self.events.get(&id) {
                 if old.event != event || old.payload != e.payload {
@@ -667,6 +670,7 @@ impl RunState {
                 to,
                 fields,
                 parent: Some(cause),
+                delay_ms: None,
             };
             self.reports += 1;
             self.events.insert(
@@ -824,6 +828,7 @@ mod tests {
                 payload: json!("p"),
                 channel: None,
                 peer: None,
+                delay_ms: None,
             }],
         })?;
         Ok(m(r.ids[0]))
@@ -853,6 +858,48 @@ mod tests {
         // The count survives the next run (a real target takes its own run's share by difference).
         st.begin("t2".into(), 2, &[]);
         assert_eq!(st.stats.late_events, 1);
+    }
+
+    #[test]
+    fn a_timer_keeps_its_reported_duration_out_of_its_identity_and_the_state() {
+        let mut st = booted(1);
+        let report = |st: &mut RunState, kind, name: &str, delay_ms| {
+            let r = st.intercept(&EventsRequest {
+                node: 0,
+                incarnation: st.incarnation(0),
+                events: vec![wire::Intercept {
+                    parent: None,
+                    seq: 0,
+                    kind,
+                    name: name.into(),
+                    to: 0,
+                    fields: Map::new(),
+                    payload: json!("p"),
+                    channel: None,
+                    peer: None,
+                    delay_ms,
+                }],
+            });
+            m(r.unwrap().ids[0])
+        };
+        let t = report(&mut st, Kind::Timeout, "poll", Some(400));
+        let msg = report(&mut st, Kind::Message, "a", Some(5));
+        assert_eq!(
+            t,
+            EventId::derive(None, 0, EventKind::Timeout, "poll", None, 0)
+        );
+        done(&mut st, 0, None, json!({})).unwrap();
+        let delay = |id| {
+            st.pending()
+                .into_iter()
+                .find(|e| e.id == id)
+                .unwrap()
+                .delay_ms
+        };
+        assert_eq!(delay(t), Some(400));
+        assert_eq!(delay(msg), None, "only a timer waits");
+        let seen = serde_json::to_string(&st.snapshot()).unwrap();
+        assert!(!seen.contains("400"), "{seen}");
     }
 
     #[test]

@@ -365,6 +365,7 @@ mod tests {
                 to,
                 fields: Map::new(),
                 parent: None,
+                delay_ms: None,
             },
             vc: VectorClock::new(2),
         }

@@ -266,6 +266,12 @@ public final class Hook {
     /** Report one event; returns its id. */
     static String report(String kind, String name, int to, Object fields, Object payload, String channel,
         Integer peer) {
+        return report(kind, name, to, fields, payload, channel, peer, null);
+    }
+
+    /** Report one event, for a timer with how long its node waits; returns its id. */
+    static String report(String kind, String name, int to, Object fields, Object payload, String channel,
+        Integer peer, Long delayMs) {
         String parent = current;
         Map<String, Object> e = new LinkedHashMap<>();
         e.put("parent", parent);
@@ -284,6 +290,9 @@ public final class Hook {
         }
         if (peer != null) {
             e.put("peer", (long) (int) peer);
+        }
+        if (delayMs != null) {
+            e.put("delay_ms", delayMs);
         }
         Map<String, Object> body = base();
         List<Object> evs = new ArrayList<>();
@@ -573,7 +582,8 @@ public final class Hook {
             }
         }
         long deadline = vclock.get() + ms;
-        String id = report("timeout", p.name(env), node, null, null, null, null);
+        // A clock timer's wait is counted in the node's own (stretched) ticks, not in real time.
+        String id = report("timeout", p.name(env), node, null, null, null, null, p.clock ? null : ms);
         Timer t = new Timer(q);
         boolean monitor = q == null && recv != null && p.callName.equals("wait");
         if (monitor) {
@@ -628,7 +638,8 @@ public final class Hook {
         if (pv != null && g.disconnectTimer == null && !g.broken) {
             int peer = (int) Expr.num(pv);
             if (peer >= 0 && peer < nodes) {
-                String t = report("timeout", "disconnect", node, null, null, null, peer);
+                // A dead peer's connection breaks at once (the kernel closes it).
+                String t = report("timeout", "disconnect", node, null, null, null, peer, 0L);
                 g.disconnectTimer = t;
                 disconnects.put(t, g);
             }
