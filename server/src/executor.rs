@@ -258,9 +258,13 @@ impl<'a> Executor<'a> {
         // events.
         let mut sleep: Option<Vec<EventId>> = None;
         let use_sleep = dep.is_some() && plan.tail == Tail::Fifo && !plan.sleep.is_empty();
-        // A random walk that reaches the event limit is not a dead state: before liveness is
-        // judged it gets a fair continuation (the default order, no faults) of up to the
-        // limit again (MaceMC). A path that holds such a continuation replays past the limit.
+        // A run that reaches the event limit is not a dead state: before liveness is judged it
+        // gets a fair continuation (the default order, no faults, timers by deadline) of up to
+        // the limit again (MaceMC). A random walk needs it to leave its random choices behind; a
+        // default-order tail needs it too, as it fires the first timer listed, and a timer that
+        // re-arms itself there starves the others'. A path that holds such a continuation
+        // replays past the limit.
+        let continues = matches!(plan.tail, Tail::Random(_) | Tail::Fifo);
         let mut limit = w.max_events;
         let mut fair = false;
         // When each node's timer of each name last fired, for the fair continuation's choice.
@@ -272,10 +276,9 @@ impl<'a> Executor<'a> {
         loop {
             let step_no = run.steps.len();
             if step_no >= limit {
-                let random = matches!(plan.tail, Tail::Random(_));
                 if cursor < plan.prefix.len() && step_no < plan.prefix.len() {
                     limit = plan.prefix.len();
-                } else if random && !fair && {
+                } else if continues && !fair && {
                     let last = run.states.last().expect("initial state");
                     check(&mut props, last, step_no, PropertyKind::Liveness).is_some()
                 } {
@@ -304,7 +307,7 @@ impl<'a> Executor<'a> {
                 })
                 .collect();
             self.add_faults(&mut enabled, &faults, &step_vc, n);
-            if matches!(plan.tail, Tail::Random(_)) {
+            if continues {
                 for e in enabled.iter().filter(|e| e.event.delay_ms.is_some()) {
                     armed.entry(e.event.id).or_insert(now);
                 }
@@ -403,8 +406,8 @@ impl<'a> Executor<'a> {
                 }
             }
             let node: NodeId = event.to;
-            // Only a random walk can reach a fair continuation, which reads this.
-            if event.kind == EventKind::Timeout && matches!(plan.tail, Tail::Random(_)) {
+            // For the fair continuation.
+            if event.kind == EventKind::Timeout && continues {
                 last_fired.insert((node, event.name.clone()), step_no);
                 if let (Some(d), Some(at)) = (event.delay_ms, armed.get(&event.id)) {
                     now = now.max(at + d);
@@ -638,7 +641,8 @@ fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Map;
+    use flymc_model::{NodeView, Property, Symmetry, TargetError};
+    use serde_json::{json, Map};
 
     fn timer(id: u64, name: &str, to: NodeId, delay_ms: Option<u64>) -> Enabled {
         Enabled {
@@ -689,5 +693,122 @@ mod tests {
             last_fired: if e.event.to == 0 { 7 } else { 0 },
         };
         assert_eq!(default_pick(&enabled, &awake, Some(&rank)), Some(2));
+    }
+
+    /// n0's election poll re-arms itself whenever it fires, and is listed first; n1 is done
+    /// once its finalize wait fires. Durations are reported when `delays`.
+    struct Polling {
+        delays: bool,
+        polls: u32,
+        n1_done: bool,
+        finalize_pending: bool,
+    }
+
+    impl Polling {
+        fn timer(&self, id: u64, name: &str, to: NodeId, ms: u64) -> Event {
+            let mut e = timer(id, name, to, Some(ms)).event;
+            e.delay_ms = e.delay_ms.filter(|_| self.delays);
+            e
+        }
+    }
+
+    impl Target for Polling {
+        fn start(&mut self, _: &Workload) -> Result<(), TargetError> {
+            (self.polls, self.n1_done, self.finalize_pending) = (0, false, true);
+            Ok(())
+        }
+        fn pending(&self) -> Vec<Event> {
+            let mut p = vec![self.timer(100 + self.polls as u64, "poll", 0, 400)];
+            if self.finalize_pending {
+                p.push(self.timer(1, "finalize", 1, 200));
+            }
+            p
+        }
+        fn enable(&mut self, id: EventId) -> Result<(), TargetError> {
+            if id == EventId(1) {
+                (self.n1_done, self.finalize_pending) = (true, false);
+            } else {
+                self.polls += 1;
+            }
+            Ok(())
+        }
+        fn settle(&mut self) -> Result<GlobalState, TargetError> {
+            let view = |vars: serde_json::Value| NodeView {
+                alive: true,
+                vars: vars.as_object().cloned().unwrap_or_default(),
+            };
+            let nodes = vec![
+                view(json!({"polls": self.polls})),
+                view(json!({"done": self.n1_done})),
+            ];
+            Ok(GlobalState::new(nodes, &self.pending()))
+        }
+        fn crash(&mut self, n: NodeId) -> Result<(), TargetError> {
+            Err(TargetError::BadNode(n, "no faults here".into()))
+        }
+        fn reboot(&mut self, n: NodeId) -> Result<(), TargetError> {
+            Err(TargetError::BadNode(n, "no faults here".into()))
+        }
+        fn stop(&mut self) -> Result<(), TargetError> {
+            Ok(())
+        }
+    }
+
+    struct PollingSystem;
+
+    impl System for PollingSystem {
+        fn name(&self) -> &'static str {
+            "polling"
+        }
+        fn description(&self) -> &'static str {
+            "test fixture"
+        }
+        fn target(&self, _: &Workload) -> Result<Box<dyn Target>, TargetError> {
+            unreachable!("the test builds its target")
+        }
+        fn properties(&self, _: &Workload) -> Vec<Box<dyn Property>> {
+            vec![flymc_model::property::liveness("n1-done", |s| {
+                match s.nodes[1].vars["done"].as_bool() {
+                    Some(true) => Ok(()),
+                    _ => Err("n1 never finalized".into()),
+                }
+            })]
+        }
+        fn symmetry(&self, _: &Workload) -> Symmetry {
+            Symmetry::none()
+        }
+    }
+
+    #[test]
+    fn a_default_order_run_at_its_event_limit_gets_a_fair_continuation_before_liveness() {
+        let w = Workload::parse(
+            std::path::Path::new("polling.toml"),
+            "version = 1\nsystem = \"polling\"\nnodes = 2\nmax_events = 10\n",
+        )
+        .unwrap();
+        let run = |delays| {
+            let mut t = Polling {
+                delays,
+                polls: 0,
+                n1_done: false,
+                finalize_pending: true,
+            };
+            Executor::new(&PollingSystem, &w)
+                .run(&mut t, &Plan::fifo(Vec::new()), None)
+                .unwrap()
+        };
+        // The default order fires the first timer listed, n0's poll, every time. At the limit
+        // the continuation fires by deadline: n1's 200 ms wait, armed at 0, before the next
+        // poll (re-armed at a later virtual time, 400 ms).
+        let fair = run(true);
+        assert_eq!(fair.violation, None);
+        assert!(fair.steps.len() > 10, "continued past the limit");
+        assert_eq!(fair.ending, Ending::EventLimit);
+        // Without durations flymc cannot tell the poll is the slower timer.
+        let blind = run(false);
+        assert_eq!(
+            blind.violation.map(|v| v.property).as_deref(),
+            Some("n1-done")
+        );
     }
 }
