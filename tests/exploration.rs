@@ -23,7 +23,7 @@ fn every_simulated_target_is_deterministic() {
         ("zk-le-sim", "le-3crash"),
         ("zk-le-sim", "zk-1419"),
     ] {
-        for strategy in ["dfs", "random", "flymc"] {
+        for strategy in ["dfs", "random", "flymc", "faults"] {
             let r = flymc_in(
                 d.path(),
                 &[
