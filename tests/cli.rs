@@ -200,8 +200,11 @@ fn bench_refuses_names_it_does_not_know_instead_of_running_nothing() {
     let r = flymc_in(d.path(), &["bench", "--strategies", "flymcc", "--cap", "1"]);
     assert_one_line_error(
         &r,
-        "--strategies: no strategy `flymcc`; choose from dfs, random, mdpor, bdpor, rdpor, brdpor, samc, flymc",
+        "--strategies: no compared strategy `flymcc`; choose from dfs, random, mdpor, bdpor, rdpor, brdpor, samc, flymc",
     );
+    // `faults` is a strategy, but it answers another question than the comparison asks.
+    let r = flymc_in(d.path(), &["bench", "--strategies", "faults", "--cap", "1"]);
+    assert_one_line_error(&r, "--strategies: no compared strategy `faults`");
 }
 
 #[test]

@@ -247,7 +247,7 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
         .collect();
     check_names("benchmark workload", "--only", &cfg.only, &known)?;
     let names: Vec<String> = strategy::COMPARED.iter().map(|s| s.to_string()).collect();
-    check_names("strategy", "--strategies", &cfg.strategies, &names)?;
+    check_names("compared strategy", "--strategies", &cfg.strategies, &names)?;
     // Section 0: bugs.
     for (system, w, expect) in &bugs {
         if selected(cfg, &w.name) {
