@@ -806,6 +806,41 @@ mod tests {
         })
     }
 
+    fn intercept(
+        parent: Option<EventId>,
+        seq: u32,
+        kind: Kind,
+        name: &str,
+        to: usize,
+    ) -> wire::Intercept {
+        wire::Intercept {
+            parent: parent.map(w),
+            seq,
+            kind,
+            name: name.into(),
+            to,
+            fields: Map::new(),
+            payload: json!("p"),
+            channel: None,
+            peer: None,
+            delay_ms: None,
+        }
+    }
+
+    /// `node` reports one event.
+    fn report(
+        st: &mut RunState,
+        node: usize,
+        event: wire::Intercept,
+    ) -> Result<EventId, ServerError> {
+        let r = st.intercept(&EventsRequest {
+            node,
+            incarnation: st.incarnation(node),
+            events: vec![event],
+        })?;
+        Ok(m(r.ids[0]))
+    }
+
     fn send(
         st: &mut RunState,
         node: usize,
@@ -815,23 +850,7 @@ mod tests {
         name: &str,
         to: usize,
     ) -> Result<EventId, ServerError> {
-        let r = st.intercept(&EventsRequest {
-            node,
-            incarnation: st.incarnation(node),
-            events: vec![wire::Intercept {
-                parent: parent.map(w),
-                seq,
-                kind,
-                name: name.into(),
-                to,
-                fields: Map::new(),
-                payload: json!("p"),
-                channel: None,
-                peer: None,
-                delay_ms: None,
-            }],
-        })?;
-        Ok(m(r.ids[0]))
+        report(st, node, intercept(parent, seq, kind, name, to))
     }
 
     fn booted(nodes: usize) -> RunState {
@@ -863,27 +882,12 @@ mod tests {
     #[test]
     fn a_timer_keeps_its_reported_duration_out_of_its_identity_and_the_state() {
         let mut st = booted(1);
-        let report = |st: &mut RunState, kind, name: &str, delay_ms| {
-            let r = st.intercept(&EventsRequest {
-                node: 0,
-                incarnation: st.incarnation(0),
-                events: vec![wire::Intercept {
-                    parent: None,
-                    seq: 0,
-                    kind,
-                    name: name.into(),
-                    to: 0,
-                    fields: Map::new(),
-                    payload: json!("p"),
-                    channel: None,
-                    peer: None,
-                    delay_ms,
-                }],
-            });
-            m(r.unwrap().ids[0])
+        let waiting = |kind, name, delay_ms| wire::Intercept {
+            delay_ms,
+            ..intercept(None, 0, kind, name, 0)
         };
-        let t = report(&mut st, Kind::Timeout, "poll", Some(400));
-        let msg = report(&mut st, Kind::Message, "a", Some(5));
+        let t = report(&mut st, 0, waiting(Kind::Timeout, "poll", Some(400))).unwrap();
+        let msg = report(&mut st, 0, waiting(Kind::Message, "a", Some(5))).unwrap();
         assert_eq!(
             t,
             EventId::derive(None, 0, EventKind::Timeout, "poll", None, 0)

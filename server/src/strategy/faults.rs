@@ -28,15 +28,10 @@ use super::dfs::spent_after;
 use super::{Strategy, StrategyStats};
 use crate::executor::{Plan, Run};
 
-struct Branch {
-    prefix: Vec<EventId>,
-    faults: u32,
-}
-
 pub struct Faults {
     vars: Option<Vec<String>>,
-    /// Waiting paths by the number of faults they place.
-    levels: BTreeMap<u32, VecDeque<Branch>>,
+    /// Waiting paths (their prefixes) by the number of faults they place.
+    levels: BTreeMap<u32, VecDeque<Vec<EventId>>>,
     /// (fault state, fault) pairs already tried or queued.
     tried: HashSet<(u64, u64)>,
     current_prefix: usize,
@@ -96,21 +91,21 @@ impl Strategy for Faults {
             Vec::new()
         } else {
             let mut level = self.levels.first_entry()?;
-            let b = level.get_mut().pop_front().expect("levels are never empty");
+            let faults = *level.key();
+            let prefix = level.get_mut().pop_front().expect("levels are never empty");
             if level.get().is_empty() {
                 level.remove();
             }
-            if b.faults != self.level {
-                self.level = b.faults;
+            if faults != self.level {
+                self.level = faults;
                 tracing::info!(
-                    faults = b.faults,
+                    faults,
                     waiting = self.queue_len() + 1,
                     tried = self.tried.len(),
-                    "faults: now placing {} faults",
-                    b.faults
+                    "faults: now placing {faults} faults"
                 );
             }
-            b.prefix
+            prefix
         };
         self.current_prefix = prefix.len();
         Some(Plan::fifo(prefix))
@@ -128,14 +123,9 @@ impl Strategy for Faults {
                 // After a quiescent end only faults are left; they are placements too.
                 None => &run.final_enabled,
             };
+            // From the plan's fault on the run follows the default order, which never picks a
+            // fault: every fault enabled here is an alternative.
             for alt in alts.iter().filter(|a| a.event.is_fault()) {
-                if run
-                    .steps
-                    .get(i)
-                    .is_some_and(|s| s.event().id == alt.event.id)
-                {
-                    continue;
-                }
                 let fault = stable_hash(alt.event.describe().as_bytes());
                 if !self.tried.insert((key, fault)) {
                     self.pruned += 1;
@@ -143,12 +133,11 @@ impl Strategy for Faults {
                 }
                 let mut prefix = ids[..i].to_vec();
                 prefix.push(alt.event.id);
-                let faults = spent[i].0 + spent[i].1 + 1;
                 self.generated += 1;
                 self.levels
-                    .entry(faults)
+                    .entry(spent[i].0 + spent[i].1 + 1)
                     .or_default()
-                    .push_back(Branch { prefix, faults });
+                    .push_back(prefix);
             }
         }
     }
