@@ -136,7 +136,7 @@ fn sets_error(edit: impl Fn(&str) -> String, needle: &str) {
     let d = tmp();
     let src = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../integrations/cassandra-sim/sets.json"
+        "/../../integrations/cassandra-sim/sets.json"
     ))
     .unwrap();
     let bad = edit(&src);

@@ -3,26 +3,27 @@
 //! Every test has its own server on a free port, its own node ports and run directory, so they
 //! run in parallel; nothing here sleeps to synchronise.
 
+#[path = "common/programs.rs"]
+mod support;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 
-use flymc::cluster::demo::DemoSystem;
-use flymc::cluster::live_processes;
-use flymc::executor::{Ending, Executor, Plan, Run, Tail, HANG_PROPERTY};
-use flymc::explore::{explore_with, ExploreConfig};
+use flymc::demo::DemoSystem;
 use flymc::hookbench::{bench_hooks, HookBenchConfig};
-use flymc::model::{EventKind, GlobalState, System, Target, TargetError, Workload};
-use flymc::pathfile::PathFile;
-use flymc::real::RealTarget;
-use flymc::replay::{replay, ReplayOutcome};
-use flymc::strategy::{self, FlymcOptions, StrategyContext};
+use flymc_core::executor::{Ending, Executor, Plan, Run, Tail, HANG_PROPERTY};
+use flymc_core::explore::{explore_with, ExploreConfig};
+use flymc_core::pathfile::PathFile;
+use flymc_core::replay::{replay, ReplayOutcome};
+use flymc_model::{EventKind, GlobalState, System, Target, TargetError, Workload};
+use flymc_real::cluster::live_processes;
+use flymc_real::RealTarget;
+use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
 use serde_json::{json, Value};
 
-const DEMO: &str = env!("CARGO_BIN_EXE_flymc-demo-node");
-
 fn demo() -> DemoSystem {
-    DemoSystem::with_program(DEMO)
+    DemoSystem::with_program(support::node_program("flymc-demo-node", "flymc-demo-node"))
 }
 
 fn workload(nodes: usize, extra: &str, params: &str) -> Workload {
@@ -195,7 +196,7 @@ fn crash_drops_inbound_messages_and_reboot_keeps_the_data_directory() {
         .into_iter()
         .find(|e| e.name == "tick" && e.to == 1)
         .unwrap();
-    assert_eq!(tick.parent, Some(flymc::model::EventId::reboot(1, 0)));
+    assert_eq!(tick.parent, Some(flymc_model::EventId::reboot(1, 0)));
     let pids: Vec<u32> = t.pids().iter().map(|p| p.1).collect();
     t.stop().unwrap();
     let live = live_processes();
@@ -447,7 +448,7 @@ fn hook_bench_measures_events_through_the_server() {
     let b = bench_hooks(&HookBenchConfig {
         events: 60,
         nodes: 2,
-        program: Some(DEMO.into()),
+        program: Some(support::node_program("flymc-demo-node", "flymc-demo-node").into()),
     })
     .unwrap();
     assert_eq!(b.events, 60);

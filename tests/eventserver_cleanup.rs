@@ -7,22 +7,26 @@
 //! killed. Node processes are watched with pidfds, so the test waits for their exit instead of
 //! sleeping.
 
+#[path = "common/programs.rs"]
+mod support;
+
 #[path = "common/kill.rs"]
 mod kill;
 
 use std::path::{Path, PathBuf};
 
-use flymc::cluster::demo::DemoSystem;
-use flymc::model::{Target, Workload};
-use flymc::real::RealTarget;
+use flymc::demo::DemoSystem;
+use flymc_model::{Target, Workload};
+use flymc_real::RealTarget;
 
-const DEMO: &str = env!("CARGO_BIN_EXE_flymc-demo-node");
 const CHILD: &str = "FLYMC_TEST_CLEANUP_CHILD";
 
 fn cluster() -> (RealTarget, Workload) {
     let text = "version = 1\nsystem = \"hook-demo\"\nnodes = 3\nmax_events = 10\n[params]\nack = true\nclients = [{ to = 0, name = \"add\", value = 1, fanout = true }]\n";
     let w = Workload::parse(Path::new("cleanup.toml"), text).unwrap();
-    let cfg = DemoSystem::with_program(DEMO).config(&w).unwrap();
+    let cfg = DemoSystem::with_program(support::node_program("flymc-demo-node", "flymc-demo-node"))
+        .config(&w)
+        .unwrap();
     (RealTarget::new(cfg), w)
 }
 

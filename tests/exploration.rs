@@ -6,11 +6,12 @@ mod common;
 use std::collections::HashSet;
 
 use common::flymc_in;
-use flymc::executor::{Ending, Executor, Plan, Run, Tail};
-use flymc::explore::{ExploreConfig, Outcome};
-use flymc::model::{EventId, Symmetry};
-use flymc::strategy::{self, FlymcOptions, StrategyContext};
-use flymc::{systems, workloads};
+use flymc::systems;
+use flymc_core::executor::{Ending, Executor, Plan, Run, Tail};
+use flymc_core::explore::{ExploreConfig, Outcome};
+use flymc_core::workloads;
+use flymc_model::{EventId, Symmetry};
+use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
 
 #[test]
 fn every_simulated_target_is_deterministic() {
@@ -88,7 +89,7 @@ fn explore_runs(
         max_paths: Some(cap),
         ..Default::default()
     };
-    flymc::explore::explore_with(
+    flymc_core::explore::explore_with(
         system.as_ref(),
         &w,
         s.as_mut(),

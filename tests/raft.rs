@@ -3,34 +3,40 @@
 //! port and its own run directories, so they run in parallel; nothing here sleeps to
 //! synchronise.
 
+#[path = "common/programs.rs"]
+mod support;
+
 mod common;
 
 use std::path::Path;
 
-use flymc::cluster::raft::{Flavor, RaftSystem};
-use flymc::executor::{Ending, Executor, Plan, Run, Tail};
-use flymc::explore::{explore_with, ExploreConfig};
-use flymc::model::{System, Workload};
-use flymc::pathfile::PathFile;
-use flymc::replay::{replay, ReplayOutcome};
-use flymc::strategy::{self, FlymcOptions, StrategyContext};
 use flymc::systems;
+use flymc_core::executor::{Ending, Executor, Plan, Run, Tail};
+use flymc_core::explore::{explore_with, ExploreConfig};
+use flymc_core::pathfile::PathFile;
+use flymc_core::replay::{replay, ReplayOutcome};
+use flymc_model::{System, Workload};
+use flymc_raft::{Flavor, RaftSystem};
+use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
 use serde_json::{json, Value};
 
-const OPENRAFT: &str = env!("CARGO_BIN_EXE_flymc-raft-node");
-const ASYNCRAFT: &str = env!("CARGO_BIN_EXE_flymc-asyncraft-node");
-
 fn openraft() -> RaftSystem {
-    RaftSystem::with_program(Flavor::OpenRaft, OPENRAFT)
+    RaftSystem::with_program(
+        Flavor::OpenRaft,
+        support::node_program("flymc-raft-nodes", "flymc-raft-node"),
+    )
 }
 
 fn asyncraft() -> RaftSystem {
-    RaftSystem::with_program(Flavor::AsyncRaft, ASYNCRAFT)
+    RaftSystem::with_program(
+        Flavor::AsyncRaft,
+        support::node_program("flymc-raft-nodes", "flymc-asyncraft-node"),
+    )
 }
 
 fn shipped(system: &str, name: &str) -> Workload {
     let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../workloads")
+        .join("../../workloads")
         .join(system)
         .join(format!("{name}.toml"));
     Workload::load(&file).expect("shipped workload")
@@ -316,7 +322,7 @@ fn asyncraft_applies_an_entry_its_leader_never_committed() {
 #[test]
 fn the_shipped_stale_commit_path_replays_the_asyncraft_bug() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/paths/raft-asyncraft-stale-commit.json");
+        .join("../../tests/paths/raft-asyncraft-stale-commit.json");
     let path = PathFile::load(&file).unwrap();
     let w = shipped("raft-asyncraft", "stale-commit");
     assert_eq!(
@@ -474,7 +480,7 @@ fn a_leaders_heartbeat_timer_is_a_bounded_flymc_event() {
 /// a crash of n0 last), and stops once it has handed that crash out.
 struct TowardsTheCrash {
     inner: Box<dyn strategy::Strategy>,
-    described: std::collections::HashMap<flymc::model::EventId, String>,
+    described: std::collections::HashMap<flymc_model::EventId, String>,
     crash_at: Vec<usize>,
 }
 
@@ -521,7 +527,7 @@ impl strategy::Strategy for TowardsTheCrash {
         self.inner.queue_len()
     }
 
-    fn dependence(&mut self) -> Option<&mut dyn flymc::dependence::Dependence> {
+    fn dependence(&mut self) -> Option<&mut dyn flymc_core::dependence::Dependence> {
         self.inner.dependence()
     }
 }

@@ -7,24 +7,29 @@
 //! killed. Node processes are watched with pidfds, so the test waits for their exit instead of
 //! sleeping.
 
+#[path = "common/programs.rs"]
+mod support;
+
 #[path = "common/kill.rs"]
 mod kill;
 
 use std::path::{Path, PathBuf};
 
-use flymc::cluster::raft::{Flavor, RaftSystem};
-use flymc::model::{Target, Workload};
-use flymc::real::RealTarget;
+use flymc_model::{Target, Workload};
+use flymc_raft::{Flavor, RaftSystem};
+use flymc_real::RealTarget;
 
-const OPENRAFT: &str = env!("CARGO_BIN_EXE_flymc-raft-node");
 const CHILD: &str = "FLYMC_TEST_RAFT_CLEANUP_CHILD";
 
 fn cluster() -> (RealTarget, Workload) {
     let text = "version = 1\nsystem = \"raft\"\nnodes = 3\nmax_events = 10\n[params]\nelection_timers = [0]\n";
     let w = Workload::parse(Path::new("cleanup.toml"), text).unwrap();
-    let cfg = RaftSystem::with_program(Flavor::OpenRaft, OPENRAFT)
-        .config(&w)
-        .unwrap();
+    let cfg = RaftSystem::with_program(
+        Flavor::OpenRaft,
+        support::node_program("flymc-raft-nodes", "flymc-raft-node"),
+    )
+    .config(&w)
+    .unwrap();
     (RealTarget::new(cfg), w)
 }
 

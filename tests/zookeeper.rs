@@ -446,12 +446,12 @@ enum Fault {
 /// at rest, so a stage whose re-run diverges from the recorded prefix is run again (up to
 /// three times), as a user would re-run such a path.
 fn fifo_with_faults(
-    w: &flymc::model::Workload,
+    w: &flymc_model::Workload,
     schedule: &[(Option<&str>, &[Fault])],
-) -> flymc::executor::Run {
-    use flymc::executor::{Ending, Executor, Plan, Tail};
-    use flymc::model::{EventId, System};
-    let sys = flymc::zookeeper::ZookeeperSystem::default();
+) -> flymc_core::executor::Run {
+    use flymc_core::executor::{Ending, Executor, Plan, Tail};
+    use flymc_model::{EventId, System};
+    let sys = flymc_zookeeper::ZookeeperSystem::default();
     let ex = Executor::new(&sys, w);
     let run = |prefix: &[EventId]| {
         for _ in 0..3 {
@@ -503,7 +503,7 @@ fn fifo_with_faults(
 #[test]
 fn zookeeper_4643_loses_an_acknowledged_write_on_3_8_0() {
     let _one = one_cluster();
-    let w = flymc::workloads::load(&common::workloads(), "zookeeper", "zk-4643")
+    let w = flymc_core::workloads::load(&common::workloads(), "zookeeper", "zk-4643")
         .expect("the shipped workload");
     let run = fifo_with_faults(&w, ZK_4643);
     let v = run
@@ -518,7 +518,7 @@ fn zookeeper_4643_loses_an_acknowledged_write_on_3_8_0() {
         .any(|e| e.describe().starts_with("TRUNC n0->n1"));
     assert!(trunc, "n0 truncates n1's log");
     if let Some(out) = std::env::var_os("FLYMC_SAVE_4643") {
-        flymc::pathfile::PathFile::from_run(&w, "scripted", 0, 1, &run)
+        flymc_core::pathfile::PathFile::from_run(&w, "scripted", 0, 1, &run)
             .save(Path::new(&out))
             .unwrap();
     }
@@ -528,7 +528,8 @@ fn zookeeper_4643_loses_an_acknowledged_write_on_3_8_0() {
 fn the_shipped_4643_path_replays_the_lost_write() {
     let _one = one_cluster();
     let d = tmp();
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/paths/zookeeper-zk-4643.json");
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/paths/zookeeper-zk-4643.json");
     // Real ZooKeeper threads occasionally finish an event's work just after the hook reports
     // the node at rest, and the replay then stops at the first state that differs: up to
     // three attempts, as a user re-runs such a replay.

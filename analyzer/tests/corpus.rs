@@ -844,7 +844,7 @@ fn registry_crate(krate: &str) -> PathBuf {
     found.unwrap_or_else(|| {
         panic!(
             "{krate} is not in the cargo registry under {}: build the workspace first \
-             (`cargo build -p flymc --bins` fetches it), or set CARGO_HOME",
+             (`cargo build` fetches it), or set CARGO_HOME",
             src.display()
         )
     })

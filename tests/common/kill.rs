@@ -11,7 +11,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use flymc::real::RealTarget;
+use flymc_real::RealTarget;
 
 /// The child's side: when `child_var` is set, run `mid_run`, print which node processes and
 /// run directory it has, and block until killed.

@@ -19,7 +19,7 @@ impl Ran {
 
 /// The checkout's workloads folder.
 pub fn workloads() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../workloads")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads")
 }
 
 /// Run `flymc ARGS` in `dir`, with the checkout's workloads.

@@ -1,11 +1,11 @@
 //! Real Raft clusters under flymc: openraft (system `raft`) and async-raft 0.6.1 (system
 //! `raft-asyncraft`), each node a real process whose network is flymc's hook.
 //!
-//! The node programs are `node/openraft_node.rs` and `node/asyncraft_node.rs` (binaries
-//! `flymc-raft-node` and `flymc-asyncraft-node` of the `flymc` package); `node/glue.rs` is what
+//! The node programs are `node/src/openraft_node.rs` and `node/src/asyncraft_node.rs` (binaries
+//! `flymc-raft-node` and `flymc-asyncraft-node` of the `flymc-raft-nodes` package); `node/src/glue.rs` is what
 //! both share: the RPC bridge over the hook, the election timer as a flymc event,
 //! crash and reboot notices, client writes, and the idle detection that tells flymc when an
-//! enabled event's processing is over. This library is the checker's side: the workload
+//! enabled event's processing is over. This library is the checker's side: how flymc runs them ([`RaftSystem`]), the workload
 //! parameters ([`Params`]), the node state every node reports ([`NodeView`]) and Raft's
 //! properties ([`properties`]).
 //!
@@ -50,6 +50,9 @@
 //! `forward` message), like a client that retries.
 
 pub mod properties;
+mod system;
+
+pub use system::{Flavor, RaftSystem};
 
 /// The sets file of the openraft system (`raft`), produced by `flymc analyze` from openraft
 /// 0.9.25's sources and `analysis/openraft.toml` (see ANALYSIS.md).

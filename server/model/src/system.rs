@@ -27,6 +27,10 @@ pub trait System: Send + Sync {
     fn states_are_complete(&self) -> bool {
         true
     }
+    /// Whether its nodes can run as Docker containers (`--backend docker`).
+    fn runs_in_docker(&self) -> bool {
+        false
+    }
     /// Whether a crash loses what the node sent and flymc has not yet delivered (a Raft RPC
     /// that never left the process). Then a crash of a sender and the delivery of its message
     /// do not commute, although they happen at different nodes.

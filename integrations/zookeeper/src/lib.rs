@@ -1,0 +1,457 @@
+//! `zookeeper`: the unmodified ZooKeeper 3.8.0 that Debian ships, under flymc through the Java
+//! hook (hooks/java) configured by integrations/zookeeper/hooks.toml.
+//!
+//! Every node is a `QuorumPeerMain` JVM with `-javaagent:flymc-hook.jar`, its own zoo.cfg and
+//! data directory (server id = node + 1), on 127.0.0.(2+i) as a local process (default) or in a
+//! container of the `flymc/zookeeper:3.8.0` image with host networking (`--backend docker`).
+//! `flymc setup zookeeper [--docker]` installs and builds what this needs.
+//!
+//! Workload parameters (`[params]`, all optional):
+//! - `variant`: `"3.8.0"` (default) or `"zookeeper-1419"` (FastLeaderElection rebuilt with the
+//!   pre-fix `totalOrderPredicate`, first on the class path);
+//! - `epochs`: each node's currentEpoch = acceptedEpoch on disk before the first start;
+//! - `settle_timeout_ms`: how long a node may take to settle before it is a hang (default 60000:
+//!   JVMs start slowly on a loaded machine);
+//! - `clients`: client requests, e.g. `[{ to = 2, name = "write" }]` (a znode create through a
+//!   real ZooKeeper client at that node, sent once the node serves).
+
+pub mod properties;
+pub mod setup;
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use flymc_model::{Property, Symmetry, System, Target, TargetError, Workload};
+use serde_json::Value;
+
+use flymc_real::cluster::{Backend, NodeCommand};
+use flymc_real::{which, BackendKind, ClientRequest, Launch, RealConfig, RealOptions, RealTarget};
+
+pub const SYSTEM_NAME: &str = "zookeeper";
+/// Where the hook attaches (turned into the agent's JSON configuration for every run).
+pub const HOOKS_TOML: &str = include_str!("../hooks.toml");
+const SETS: &str = include_str!("../sets.json");
+const PARAMS: [&str; 5] = ["variant", "epochs", "settle_timeout_ms", "log", "clients"];
+pub const VARIANTS: [&str; 2] = ["3.8.0", "zookeeper-1419"];
+/// Debian's ZooKeeper jar (its manifest names the dependencies).
+pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
+
+/// The ZooKeeper jar nodes run: Debian's, or `$FLYMC_ZOOKEEPER_JAR`.
+pub fn zookeeper_jar() -> PathBuf {
+    std::env::var_os("FLYMC_ZOOKEEPER_JAR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(ZOOKEEPER_JAR))
+}
+
+/// The image the docker backend runs: `flymc/zookeeper:3.8.0`, or `$FLYMC_ZOOKEEPER_IMAGE`.
+pub fn image() -> String {
+    std::env::var("FLYMC_ZOOKEEPER_IMAGE").unwrap_or_else(|_| setup::IMAGE.to_string())
+}
+const SLF4J_SIMPLE: &str = "/usr/share/java/slf4j-simple.jar";
+/// ZooKeeper's tick is set so long that no wall-clock timeout of ZooKeeper's own fires during
+/// a run; the timeouts the workloads depend on are flymc timers (hooks.toml).
+const TICK_MS: u64 = 10_000_000;
+
+/// Where `flymc setup zookeeper` puts the built jars: `$FLYMC_CACHE`, else `~/.cache/flymc`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("FLYMC_CACHE") {
+        return PathBuf::from(d);
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    home.join(".cache").join("flymc")
+}
+
+pub fn java_dir() -> PathBuf {
+    cache_dir().join("java")
+}
+
+pub fn variant_dir(variant: &str) -> PathBuf {
+    cache_dir().join("variants").join(variant)
+}
+
+/// The `zookeeper` system, its nodes where the user's [`RealOptions`] say.
+#[derive(Default)]
+pub struct ZookeeperSystem {
+    pub options: RealOptions,
+}
+
+impl ZookeeperSystem {
+    pub fn new(options: RealOptions) -> ZookeeperSystem {
+        ZookeeperSystem { options }
+    }
+}
+
+/// A workload's parameters, checked.
+#[derive(Clone, Debug)]
+pub struct ZkParams {
+    pub variant: String,
+    pub clients: Vec<ClientRequest>,
+    pub epochs: Option<Vec<u64>>,
+    pub settle: Duration,
+    pub log: String,
+}
+
+pub fn params(w: &Workload) -> Result<ZkParams, TargetError> {
+    let bad = |m: String| Err(TargetError::Workload(format!("{SYSTEM_NAME}: {m}")));
+    if let Some(k) = w.params.keys().find(|k| !PARAMS.contains(&k.as_str())) {
+        return bad(format!(
+            "unknown parameter `{k}`; valid: {}",
+            PARAMS.join(", ")
+        ));
+    }
+    if w.nodes < 1 || w.nodes > 9 {
+        return bad(format!(
+            "{} nodes: ZooKeeper ensembles here have 1 to 9",
+            w.nodes
+        ));
+    }
+    let variant = w.param_str("variant", "3.8.0").to_string();
+    if !VARIANTS.contains(&variant.as_str()) {
+        return bad(format!(
+            "unknown variant `{variant}`; valid: {}",
+            VARIANTS.join(", ")
+        ));
+    }
+    let epochs = match w.params.get("epochs") {
+        None => None,
+        Some(v) => {
+            let parsed: Option<Vec<u64>> = v
+                .as_array()
+                .filter(|a| a.len() == w.nodes)
+                .and_then(|a| a.iter().map(Value::as_u64).collect());
+            match parsed {
+                Some(e) => Some(e),
+                None => {
+                    return bad(format!(
+                        "parameter `epochs` must be a list of {} non-negative integers, got {v}",
+                        w.nodes
+                    ))
+                }
+            }
+        }
+    };
+    let log = w.param_str("log", "warn").to_string();
+    let mut clients = Vec::new();
+    for c in w.param_list("clients") {
+        let to = c
+            .get("to")
+            .and_then(Value::as_u64)
+            .filter(|&t| (t as usize) < w.nodes);
+        let name = c.get("name").and_then(Value::as_str);
+        match (to, name) {
+            (Some(to), Some("write")) => clients.push(ClientRequest {
+                to: to as usize,
+                name: "write".into(),
+                fields: serde_json::Map::new(),
+                payload: Value::Null,
+            }),
+            _ => {
+                return bad(format!(
+                    "a client request is {{ to = <node 0..{}>, name = \"write\" }}, got {c}",
+                    w.nodes - 1
+                ))
+            }
+        }
+    }
+    Ok(ZkParams {
+        variant,
+        clients,
+        epochs,
+        settle: Duration::from_millis(w.param_u64("settle_timeout_ms", 60_000)),
+        log,
+    })
+}
+
+/// The agent's configuration: hooks.toml as JSON.
+pub fn hook_config_json() -> Result<String, String> {
+    let v: toml::Value = toml::from_str(HOOKS_TOML)
+        .map_err(|e| format!("integrations/zookeeper/hooks.toml: {e}"))?;
+    let mut j = serde_json::to_value(&v).map_err(|e| e.to_string())?;
+    if let Some(o) = j.as_object_mut() {
+        if let Some(p) = o.remove("point") {
+            o.insert("points".into(), p);
+        }
+    }
+    Ok(j.to_string())
+}
+
+/// Free ports per run (keyed by the run directory): quorum and election port of every node.
+type PortMap = Arc<Mutex<HashMap<PathBuf, Vec<(u16, u16)>>>>;
+
+fn free_port(ip: Ipv4Addr) -> std::io::Result<u16> {
+    Ok(TcpListener::bind((ip, 0))?.local_addr()?.port())
+}
+
+/// Everything one node needs on disk before its first start.
+fn prepare_node(
+    l: &Launch,
+    ports: &[(u16, u16)],
+    p: &ZkParams,
+    hook_json: &str,
+) -> std::io::Result<()> {
+    let slot = l.slot();
+    let data = &slot.data_dir;
+    let mut cfg = format!(
+        "tickTime={TICK_MS}\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\nclientPortAddress={}\n\
+         admin.enableServer=false\n4lw.commands.whitelist=srvr\nreconfigEnabled=false\nstandaloneEnabled=false\n\
+         localSessionsEnabled=true\nlocalSessionsUpgradingEnabled=false\n",
+        data.display(),
+        slot.addr.port(),
+        slot.addr.ip()
+    );
+    for (i, s) in l.slots.iter().enumerate() {
+        cfg += &format!(
+            "server.{}={}:{}:{}\n",
+            i + 1,
+            s.addr.ip(),
+            ports[i].0,
+            ports[i].1
+        );
+    }
+    std::fs::write(data.join("zoo.cfg"), cfg)?;
+    std::fs::write(data.join("myid"), format!("{}\n", l.node + 1))?;
+    if let Some(e) = &p.epochs {
+        let v2 = data.join("version-2");
+        std::fs::create_dir_all(&v2)?;
+        std::fs::write(v2.join("currentEpoch"), e[l.node].to_string())?;
+        std::fs::write(v2.join("acceptedEpoch"), e[l.node].to_string())?;
+    }
+    let run_dir = data.parent().unwrap_or(data);
+    std::fs::write(run_dir.join("flymc-hook.json"), hook_json)?;
+    Ok(())
+}
+
+/// The JVM command line of one node (paths are the same on the host and in containers).
+pub fn java_args(l: &Launch, p: &ZkParams) -> Vec<String> {
+    let data = &l.slot().data_dir;
+    let run_dir = data.parent().unwrap_or(data);
+    let jars = java_dir();
+    let mut cp = Vec::new();
+    if p.variant != "3.8.0" {
+        cp.push(
+            variant_dir(&p.variant)
+                .join("classes")
+                .display()
+                .to_string(),
+        );
+    }
+    cp.push(jars.join("flymc-zk.jar").display().to_string());
+    cp.push(zookeeper_jar().display().to_string());
+    cp.push(SLF4J_SIMPLE.to_string());
+    vec![
+        "-XX:+UseSerialGC".into(),
+        "-XX:TieredStopAtLevel=1".into(),
+        "-Xss512k".into(),
+        "-Xmx256m".into(),
+        "-XX:-UsePerfData".into(),
+        "-Djava.net.preferIPv4Stack=true".into(),
+        "-Dzookeeper.admin.enableServer=false".into(),
+        "-Dzookeeper.jmx.log4j.disable=true".into(),
+        "-Dzookeeper.commitProcessor.numWorkerThreads=0".into(),
+        "-Dzookeeper.learner.closeSocketAsync=false".into(),
+        "-Dzookeeper.leader.closeSocketAsync=false".into(),
+        format!("-Dorg.slf4j.simpleLogger.defaultLogLevel={}", p.log),
+        "-Dorg.slf4j.simpleLogger.showDateTime=true".into(),
+        format!(
+            "-javaagent:{}={}",
+            jars.join("flymc-hook.jar").display(),
+            run_dir.join("flymc-hook.json").display()
+        ),
+        "-cp".into(),
+        cp.join(":"),
+        "org.apache.zookeeper.server.quorum.QuorumPeerMain".into(),
+        data.join("zoo.cfg").display().to_string(),
+    ]
+}
+
+/// What a run on this machine needs; a one-line fix for what is missing.
+pub fn check_installed(backend: BackendKind, variant: &str) -> Result<(), String> {
+    if backend == BackendKind::Local {
+        if which("java").is_none() {
+            return Err("Java is missing: install it (apt-get install -y default-jre-headless), then run `flymc setup zookeeper`".into());
+        }
+        if !zookeeper_jar().is_file() {
+            return Err(format!(
+                "ZooKeeper is missing ({}): run `flymc setup zookeeper`",
+                zookeeper_jar().display()
+            ));
+        }
+    }
+    for jar in ["flymc-hook.jar", "flymc-zk.jar"] {
+        if !java_dir().join(jar).is_file() {
+            return Err(format!(
+                "the Java hook is not built ({} is missing): run `flymc setup zookeeper`",
+                java_dir().join(jar).display()
+            ));
+        }
+    }
+    if variant != "3.8.0" && !variant_dir(variant).join("classes").is_dir() {
+        return Err(format!(
+            "the {variant} variant is not built: run `flymc setup zookeeper`"
+        ));
+    }
+    Ok(())
+}
+
+impl ZookeeperSystem {
+    pub fn config(&self, w: &Workload) -> Result<RealConfig, TargetError> {
+        let p = params(w)?;
+        check_installed(self.options.backend, &p.variant).map_err(TargetError::Other)?;
+        let hook_json = hook_config_json().map_err(TargetError::Other)?;
+        let java = match self.options.backend {
+            BackendKind::Local => which("java").unwrap_or_else(|| PathBuf::from("java")),
+            BackendKind::Docker => PathBuf::from("java"),
+        };
+        let ports: PortMap = Arc::new(Mutex::new(HashMap::new()));
+        let settle = p.settle;
+        let clients = p.clients.clone();
+        let cfg = RealConfig::new(SYSTEM_NAME, move |l: &Launch| {
+            let key = l.slots[0]
+                .data_dir
+                .parent()
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            let mine = {
+                let mut m = ports.lock().unwrap_or_else(|e| e.into_inner());
+                m.retain(|k, _| k.exists());
+                m.entry(key)
+                    .or_insert_with(|| {
+                        l.slots
+                            .iter()
+                            .map(|s| {
+                                let ip = match s.addr {
+                                    SocketAddr::V4(a) => *a.ip(),
+                                    _ => Ipv4Addr::LOCALHOST,
+                                };
+                                (free_port(ip).unwrap_or(0), free_port(ip).unwrap_or(0))
+                            })
+                            .collect()
+                    })
+                    .clone()
+            };
+            if l.incarnation == 0 {
+                if let Err(e) = prepare_node(l, &mine, &p, &hook_json) {
+                    tracing::error!("zookeeper: cannot prepare node n{}: {e}", l.node);
+                }
+            }
+            let mut c = NodeCommand::new(&java);
+            c.args = java_args(l, &p);
+            c
+        })
+        .settle_timeout(settle)
+        .clients(clients)
+        .options(&self.options);
+        Ok(cfg)
+    }
+
+    fn backend(&self) -> Result<Box<dyn Backend>, TargetError> {
+        match self.options.backend {
+            BackendKind::Local => Ok(Box::new(flymc_real::cluster::local::LocalBackend::new())),
+            BackendKind::Docker => flymc_real::cluster::docker::DockerBackend::new(
+                &image(),
+                vec![cache_dir()],
+                "flymc setup zookeeper --docker",
+            )
+            .map(|b| Box::new(b) as Box<dyn Backend>)
+            .map_err(|e| TargetError::Other(e.to_string())),
+        }
+    }
+}
+
+/// Every event name a node can receive: FLE notifications, the ZAB packet types, the hook's
+/// CLOSE, and the timers and crash points of hooks.toml.
+pub const MESSAGE_KINDS: &[&str] = &[
+    "notification",
+    "ACK",
+    "ACKEPOCH",
+    "COMMIT",
+    "COMMITANDACTIVATE",
+    "DIFF",
+    "FOLLOWERINFO",
+    "INFORM",
+    "INFORMANDACTIVATE",
+    "LEADERINFO",
+    "NEWLEADER",
+    "OBSERVERINFO",
+    "PING",
+    "PROPOSAL",
+    "REQUEST",
+    "REVALIDATE",
+    "SNAP",
+    "SYNC",
+    "TRUNC",
+    "UPTODATE",
+    "CLOSE",
+    "write",
+    "fle-poll",
+    "finalize",
+    "connect-retry",
+    "tick",
+    "epoch-wait",
+    "ackepoch-wait",
+    "newleader-wait",
+    "disconnect",
+    "disk:currentEpoch",
+    "disk:acceptedEpoch",
+    "disk:snapshot",
+    "disk:txnlog",
+];
+
+impl System for ZookeeperSystem {
+    fn name(&self) -> &'static str {
+        SYSTEM_NAME
+    }
+
+    fn description(&self) -> &'static str {
+        "real ZooKeeper 3.8.0 (Debian's package) through the Java hook; `flymc setup zookeeper` first"
+    }
+
+    fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
+        let cfg = self.config(w)?;
+        Ok(Box::new(RealTarget::with_backend(cfg, self.backend()?)))
+    }
+
+    fn properties(&self, w: &Workload) -> Vec<Box<dyn Property>> {
+        properties::properties(w.nodes)
+    }
+
+    /// No symmetric roles: FastLeaderElection breaks ties by server id, so renaming two nodes
+    /// that vote for themselves elects a different leader rather than a renamed one (as in
+    /// zk-le-sim), and workloads give nodes different epochs.
+    fn symmetry(&self, _w: &Workload) -> Symmetry {
+        Symmetry::none()
+    }
+
+    fn sets_file(&self) -> Option<&'static str> {
+        Some(SETS)
+    }
+
+    fn runs_in_docker(&self) -> bool {
+        true
+    }
+
+    fn message_kinds(&self) -> Option<Vec<&'static str>> {
+        Some(MESSAGE_KINDS.to_vec())
+    }
+
+    /// What a crash keeps (the epochs and the txn log on disk), the roles, and what the leader
+    /// committed and the clients were told; not the election's counters and votes, nor the
+    /// queues, which change with every message.
+    fn fault_vars(&self) -> Option<&'static [&'static str]> {
+        Some(&[
+            "state",
+            "zabState",
+            "leader",
+            "currentEpoch",
+            "acceptedEpoch",
+            "log",
+            "lastCommitted",
+            "acked",
+        ])
+    }
+}

@@ -1,0 +1,254 @@
+//! `flymc setup zookeeper [--docker]`: install Debian's ZooKeeper and ASM when absent, build the
+//! Java hook and the integration's helper with javac, build the `zookeeper-1419` variant from
+//! Debian's source, and (with `--docker`) build the node image from nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use flymc_java_hook::{jar, javac, ASM};
+use flymc_real::which;
+
+use super::{java_dir, variant_dir, ZOOKEEPER_JAR};
+
+/// The node image `--backend docker` runs (built by `flymc setup zookeeper --docker`).
+pub const IMAGE: &str = "flymc/zookeeper:3.8.0";
+/// What the image holds: Debian's Java, ZooKeeper, ASM (for the hook) and SLF4J.
+const IMAGE_PACKAGES: &[&str] = &[
+    "openjdk-17-jre-headless",
+    "libzookeeper-java",
+    "libasm-java",
+    "libslf4j-java",
+];
+
+const ZK_HELPER: &str = include_str!("../java/org/apache/zookeeper/server/quorum/FlymcZk.java");
+/// ZOOKEEPER-1419: 3.8.0's `totalOrderPredicate` and the pre-fix one.
+const PREDICATE_FIXED: &str = "return ((newEpoch > curEpoch)
+                || ((newEpoch == curEpoch)
+                    && ((newZxid > curZxid)
+                        || ((newZxid == curZxid)
+                            && (newId > curId)))));";
+const PREDICATE_1419: &str = "return ((newEpoch > curEpoch)
+                || ((newEpoch == curEpoch) && (newZxid > curZxid))
+                || ((newZxid == curZxid) && (newId > curId)));";
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SetupError(pub String);
+
+impl From<flymc_java_hook::BuildError> for SetupError {
+    fn from(e: flymc_java_hook::BuildError) -> SetupError {
+        SetupError(e.0)
+    }
+}
+
+fn err<T>(m: impl Into<String>) -> Result<T, SetupError> {
+    Err(SetupError(m.into()))
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<(), SetupError> {
+    Ok(flymc_java_hook::run(cmd, what)?)
+}
+
+fn is_root() -> bool {
+    // SAFETY: plain syscall.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// apt-get install, when we may; otherwise the one line that says what to run.
+fn apt_install(packages: &[&str], say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
+    if !is_root() || which("apt-get").is_none() {
+        return err(format!(
+            "missing Debian packages; run as root: apt-get install -y {}",
+            packages.join(" ")
+        ));
+    }
+    say(&format!("installing {} (apt-get)", packages.join(" ")));
+    let _ = Command::new("apt-get").arg("update").output();
+    run(
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(packages)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+        "apt-get install",
+    )
+}
+
+/// Install what is missing, build the jars and the variant; with `docker`, the image too.
+pub fn setup(docker: bool, say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
+    let mut missing = Vec::new();
+    if which("java").is_none() || which("javac").is_none() {
+        missing.push("default-jdk-headless");
+    }
+    if !Path::new(ZOOKEEPER_JAR).is_file() {
+        missing.push("zookeeper");
+    }
+    if ASM.iter().any(|j| !Path::new(j).is_file()) {
+        missing.push("libasm-java");
+    }
+    if !missing.is_empty() {
+        apt_install(&missing, say)?;
+    } else {
+        say("Java, ZooKeeper 3.8.0 and ASM are installed");
+    }
+    build_jars(say)?;
+    build_variant_1419(say)?;
+    if docker {
+        flymc_real::cluster::docker::build_image(IMAGE, IMAGE_PACKAGES, say)
+            .map_err(|e| SetupError(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// flymc-hook.jar (the agent) and flymc-zk.jar (the ZooKeeper helper), from the sources built
+/// into flymc.
+pub fn build_jars(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
+    let out = java_dir();
+    std::fs::create_dir_all(&out).map_err(|e| SetupError(format!("{}: {e}", out.display())))?;
+    let tmp = tempfile::tempdir().map_err(|e| SetupError(format!("temporary directory: {e}")))?;
+    let classes = flymc_java_hook::build_agent(&out, tmp.path())?;
+    let zsrc = tmp.path().join("zsrc/org/apache/zookeeper/server/quorum");
+    std::fs::create_dir_all(&zsrc).map_err(|e| SetupError(e.to_string()))?;
+    let helper = zsrc.join("FlymcZk.java");
+    std::fs::write(&helper, ZK_HELPER).map_err(|e| SetupError(e.to_string()))?;
+    let zclasses = tmp.path().join("zk");
+    javac(
+        &["-cp", &format!("{ZOOKEEPER_JAR}:{}", classes.display())],
+        &[helper],
+        &zclasses,
+        "javac (the ZooKeeper helper)",
+    )?;
+    jar(None, &zclasses, &out.join("flymc-zk.jar"))?;
+    say(&format!("built the Java hook in {}", out.display()));
+    Ok(())
+}
+
+/// Make sure apt can fetch sources: a deb-src twin of the machine's own deb entries.
+fn enable_deb_src() -> Result<(), SetupError> {
+    let dir = Path::new("/etc/apt/sources.list.d");
+    let has_src = |text: &str| {
+        text.lines().any(|l| {
+            l.trim_start().starts_with("deb-src")
+                || l.contains("Types: deb-src")
+                || l.contains("Types: deb deb-src")
+        })
+    };
+    let mut deb822 = String::new();
+    let mut lists = String::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = entry.path();
+        let text = std::fs::read_to_string(&p).unwrap_or_default();
+        if has_src(&text) {
+            return Ok(());
+        }
+        if p.extension().is_some_and(|e| e == "sources") {
+            deb822 += &text.replace("Types: deb\n", "Types: deb-src\n");
+            deb822.push('\n');
+        }
+    }
+    let main = std::fs::read_to_string("/etc/apt/sources.list").unwrap_or_default();
+    if has_src(&main) {
+        return Ok(());
+    }
+    for l in main.lines() {
+        if let Some(rest) = l.trim_start().strip_prefix("deb ") {
+            lists += &format!("deb-src {rest}\n");
+        }
+    }
+    if !deb822.trim().is_empty() {
+        std::fs::write(dir.join("flymc-src.sources"), deb822)
+            .map_err(|e| SetupError(format!("cannot add a deb-src entry: {e}")))?;
+    } else if !lists.is_empty() {
+        std::fs::write(dir.join("flymc-src.list"), lists)
+            .map_err(|e| SetupError(format!("cannot add a deb-src entry: {e}")))?;
+    } else {
+        return err("no apt sources found to derive a deb-src entry from");
+    }
+    run(Command::new("apt-get").arg("update"), "apt-get update")
+}
+
+/// Where setup keeps ZooKeeper 3.8.0's quorum package sources from `apt-get source zookeeper`
+/// (the analyzer's input for `integrations/zookeeper/sets.json`).
+pub fn kept_quorum_source() -> PathBuf {
+    crate::cache_dir().join(
+        "src/zookeeper-3.8.0/zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum",
+    )
+}
+
+fn copy_java_files(from: &Path, to: &Path) -> Result<(), SetupError> {
+    let fail = |e: std::io::Error| {
+        SetupError(format!(
+            "cannot keep the quorum sources in {}: {e}",
+            to.display()
+        ))
+    };
+    std::fs::create_dir_all(to).map_err(fail)?;
+    for entry in std::fs::read_dir(from).map_err(fail)? {
+        let p = entry.map_err(fail)?.path();
+        let Some(name) = p.file_name() else { continue };
+        if p.is_dir() {
+            // Subpackages (auth, flexible, ...) are part of what the analyzer reads.
+            copy_java_files(&p, &to.join(name))?;
+        } else if p.extension().is_some_and(|x| x == "java") {
+            std::fs::copy(&p, to.join(name)).map_err(fail)?;
+        }
+    }
+    Ok(())
+}
+
+/// ZOOKEEPER-1419: FastLeaderElection from Debian's source with the pre-fix predicate,
+/// compiled against the Debian jars, to go first on the class path.
+pub fn build_variant_1419(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
+    let out = variant_dir("zookeeper-1419").join("classes");
+    let marker = out.join("org/apache/zookeeper/server/quorum/FastLeaderElection.class");
+    let kept = kept_quorum_source();
+    if marker.is_file() && kept.join("FastLeaderElection.java").is_file() {
+        say("the zookeeper-1419 variant is built");
+        return Ok(());
+    }
+    if which("dpkg-source").is_none() {
+        apt_install(&["dpkg-dev"], say)?;
+    }
+    if !is_root() {
+        return err("building the zookeeper-1419 variant needs `apt-get source zookeeper`: run `flymc setup zookeeper` as root");
+    }
+    enable_deb_src()?;
+    let tmp = tempfile::tempdir().map_err(|e| SetupError(format!("temporary directory: {e}")))?;
+    say("fetching Debian's ZooKeeper source (apt-get source zookeeper)");
+    run(
+        Command::new("apt-get")
+            .args(["source", "-qq", "zookeeper"])
+            .current_dir(tmp.path()),
+        "apt-get source zookeeper",
+    )?;
+    let src = std::fs::read_dir(tmp.path())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .map(|d| d.join("zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum/FastLeaderElection.java"))
+        .filter(|f| f.is_file())
+        .ok_or_else(|| SetupError("apt-get source zookeeper gave no FastLeaderElection.java".into()))?;
+    // Keep the quorum package: `flymc analyze` and the analyzer's ZooKeeper test read it.
+    if let Some(quorum) = src.parent() {
+        copy_java_files(quorum, &kept)?;
+    }
+    let text = std::fs::read_to_string(&src).map_err(|e| SetupError(e.to_string()))?;
+    if !text.contains(PREDICATE_FIXED) {
+        return err("FastLeaderElection.java does not have 3.8.0's totalOrderPredicate: is this ZooKeeper 3.8.0?");
+    }
+    let patched = tmp.path().join("FastLeaderElection.java");
+    std::fs::write(&patched, text.replace(PREDICATE_FIXED, PREDICATE_1419))
+        .map_err(|e| SetupError(e.to_string()))?;
+    javac(
+        &["-cp", ZOOKEEPER_JAR],
+        &[patched],
+        &out,
+        "javac (zookeeper-1419)",
+    )?;
+    say(&format!(
+        "built the zookeeper-1419 variant in {}",
+        out.display()
+    ));
+    Ok(())
+}

@@ -1,0 +1,537 @@
+//! `flymc bench`: every strategy on every simulated bug and exhaustion workload, side by side,
+//! as in FlyMC's Figures 1, 8 and 13. Prints tables, writes JSON, and draws the bar charts.
+//!
+//! All numbers are measured here; nothing is asserted about them in tests.
+
+mod chart;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use flymc_model::{System, Workload};
+use serde::Serialize;
+
+use crate::systems;
+use flymc_core::explore::{explore, ExploreConfig, Outcome};
+use flymc_core::workloads;
+use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// Path budget per exploration.
+    pub cap: u64,
+    /// Seeds averaged for the random strategies.
+    pub seeds: u64,
+    /// Worker threads.
+    pub jobs: usize,
+    pub out: PathBuf,
+    /// Only workloads whose name is in this list (all when empty).
+    pub only: Vec<String>,
+    /// Only these strategies (all when empty); flymc's ablations run when flymc does.
+    pub strategies: Vec<String>,
+    pub bound: usize,
+}
+
+/// The exhaustion workloads of FlyMC's Figure 1.
+pub const EXHAUSTION: &[(&str, &str)] = &[
+    ("raft-sim", "raft-1"),
+    ("raft-sim", "raft-2"),
+    ("raft-sim", "raft-3"),
+    ("cassandra-sim", "paxos-1"),
+    ("cassandra-sim", "paxos-2"),
+    ("cassandra-sim", "paxos-3"),
+];
+
+/// flymc's ablations (FlyMC Figure 13).
+pub const ABLATIONS: &[(&str, FlymcOptions, bool)] = &[
+    (
+        "flymc",
+        FlymcOptions {
+            symmetry: true,
+            independence: true,
+            parallel_flips: true,
+        },
+        true,
+    ),
+    (
+        "no-symmetry",
+        FlymcOptions {
+            symmetry: false,
+            independence: true,
+            parallel_flips: true,
+        },
+        true,
+    ),
+    (
+        "no-independence",
+        FlymcOptions {
+            symmetry: true,
+            independence: false,
+            parallel_flips: true,
+        },
+        true,
+    ),
+    (
+        "no-parallel-flips",
+        FlymcOptions {
+            symmetry: true,
+            independence: true,
+            parallel_flips: false,
+        },
+        true,
+    ),
+    (
+        "no-cache",
+        FlymcOptions {
+            symmetry: true,
+            independence: true,
+            parallel_flips: true,
+        },
+        false,
+    ),
+];
+
+/// One exploration's numbers.
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    pub paths: u64,
+    pub found: bool,
+    pub exhausted: bool,
+    pub unique_states: usize,
+    pub seconds: f64,
+    pub pruned_symmetry: u64,
+    pub pruned_independence: u64,
+    pub deprioritized: u64,
+    pub cache_hit_rate: f64,
+    pub other_violations: u64,
+}
+
+/// A strategy's result on a workload, averaged over seeds for random strategies.
+#[derive(Clone, Debug, Serialize)]
+pub struct Entry {
+    pub system: String,
+    pub workload: String,
+    pub strategy: String,
+    /// Mean paths (to the bug, or to exhaustion).
+    pub paths: f64,
+    /// Runs that reached the goal (bug found, or space exhausted) out of `runs`.
+    pub reached: u64,
+    pub runs: u64,
+    pub unique_states: f64,
+    pub seconds: f64,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub version: u32,
+    pub cap: u64,
+    pub seeds: u64,
+    pub bugs: Vec<Entry>,
+    pub exhaustion: Vec<Entry>,
+    pub ablations: Vec<Entry>,
+    pub seconds: f64,
+}
+
+struct Job {
+    section: usize,
+    system: String,
+    workload: Workload,
+    label: String,
+    strategy: &'static str,
+    flymc: FlymcOptions,
+    cache: bool,
+    seed: u64,
+    expect: Option<String>,
+}
+
+fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
+    let system = systems::find(&job.system)?;
+    let sets = systems::load_sets(system.as_ref(), &job.workload, None)?;
+    let ctx = StrategyContext {
+        workload: &job.workload,
+        symmetry: system.symmetry(&job.workload),
+        seed: job.seed,
+        bound: cfg.bound,
+        stateless_dfs: !system.states_are_complete(),
+        sets,
+        flymc: job.flymc,
+        fault_vars: system.fault_vars(),
+    };
+    let mut strat = strategy::build(job.strategy, &ctx)?;
+    let ecfg = ExploreConfig {
+        max_paths: Some(cfg.cap),
+        check_determinism: false,
+        cache: job.cache,
+        stop_on_property: job.expect.clone(),
+    };
+    let out: Outcome = explore(
+        system.as_ref(),
+        &job.workload,
+        strat.as_mut(),
+        &ecfg,
+        &mut |_| {},
+    )?;
+    let pruned = |name: &str| {
+        out.stats
+            .pruned
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, n)| *n)
+            .sum()
+    };
+    let lookups = out.cache_hits + out.cache_misses;
+    Ok(Cell {
+        paths: out.violation.as_ref().map_or(out.paths, |(n, _)| *n),
+        found: out.violation.is_some(),
+        exhausted: out.exhausted,
+        unique_states: out.unique_states.len(),
+        seconds: out.elapsed.as_secs_f64(),
+        pruned_symmetry: pruned("symmetry"),
+        pruned_independence: pruned("independence"),
+        deprioritized: out.stats.deprioritized,
+        cache_hit_rate: if lookups == 0 {
+            0.0
+        } else {
+            out.cache_hits as f64 / lookups as f64
+        },
+        other_violations: out.other_violations,
+    })
+}
+
+fn selected(cfg: &BenchConfig, name: &str) -> bool {
+    cfg.only.is_empty() || cfg.only.iter().any(|o| o == name)
+}
+
+fn strategy_selected(cfg: &BenchConfig, name: &str) -> bool {
+    cfg.strategies.is_empty() || cfg.strategies.iter().any(|s| s == name)
+}
+
+/// A name in `asked` that is not in `known`, as an error that lists what is (a typo would
+/// otherwise run an empty benchmark).
+fn check_names(what: &str, flag: &str, asked: &[String], known: &[String]) -> Result<()> {
+    if let Some(bad) = asked.iter().find(|a| !known.contains(a)) {
+        anyhow::bail!(
+            "{flag}: no {what} `{bad}`; choose from {}",
+            known.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Run the whole benchmark.
+pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Result<Report> {
+    let start = Instant::now();
+    let mut jobs: Vec<Job> = Vec::new();
+    let sims: Vec<Box<dyn System>> = systems::all()
+        .into_iter()
+        .filter(|s| s.name().ends_with("-sim"))
+        .collect();
+    let load = |system: &str, name: &str| workloads::load(folder, system, name);
+    // The bug workloads: every workload that names the property its bug breaks.
+    let mut bugs: Vec<(&str, Workload, String)> = Vec::new();
+    for system in &sims {
+        for name in workloads::names(folder, system.name()) {
+            let w = load(system.name(), &name)?;
+            if let Some(expect) = w.expect.clone() {
+                bugs.push((system.name(), w, expect));
+            }
+        }
+    }
+    let known: Vec<String> = bugs
+        .iter()
+        .map(|(_, w, _)| w.name.clone())
+        .chain(EXHAUSTION.iter().map(|(_, name)| name.to_string()))
+        .collect();
+    check_names("benchmark workload", "--only", &cfg.only, &known)?;
+    let names: Vec<String> = strategy::COMPARED.iter().map(|s| s.to_string()).collect();
+    check_names("compared strategy", "--strategies", &cfg.strategies, &names)?;
+    // Section 0: bugs.
+    for (system, w, expect) in &bugs {
+        if selected(cfg, &w.name) {
+            for &s in strategy::COMPARED
+                .iter()
+                .filter(|s| strategy_selected(cfg, s))
+            {
+                let seeds = if strategy::is_randomized(s) {
+                    cfg.seeds
+                } else {
+                    1
+                };
+                for seed in 0..seeds {
+                    jobs.push(Job {
+                        section: 0,
+                        system: system.to_string(),
+                        workload: w.clone(),
+                        label: s.into(),
+                        strategy: s,
+                        flymc: FlymcOptions::default(),
+                        cache: true,
+                        seed,
+                        expect: Some(expect.clone()),
+                    });
+                }
+            }
+        }
+    }
+    // Section 1: exhaustion, for the strategies that can exhaust.
+    for &(system, name) in EXHAUSTION {
+        if !selected(cfg, name) {
+            continue;
+        }
+        let w = load(system, name)?;
+        for &s in strategy::COMPARED
+            .iter()
+            .filter(|s| **s != "random" && strategy_selected(cfg, s))
+        {
+            jobs.push(Job {
+                section: 1,
+                system: system.into(),
+                workload: w.clone(),
+                label: s.into(),
+                strategy: s,
+                flymc: FlymcOptions::default(),
+                cache: true,
+                seed: 0,
+                expect: None,
+            });
+        }
+    }
+    // Section 2: ablations on the bug and exhaustion workloads.
+    let mut ablation_targets: Vec<(String, Workload)> = Vec::new();
+    for j in jobs.iter().filter(|j| j.strategy == "flymc") {
+        ablation_targets.push((j.system.clone(), j.workload.clone()));
+    }
+    for (system, w) in ablation_targets {
+        for &(label, opts, cache) in ABLATIONS {
+            jobs.push(Job {
+                section: 2,
+                expect: w.expect.clone(),
+                system: system.clone(),
+                workload: w.clone(),
+                label: label.into(),
+                strategy: "flymc",
+                flymc: opts,
+                cache,
+                seed: 0,
+            });
+        }
+    }
+
+    let total = jobs.len();
+    let results: Mutex<Vec<Option<Cell>>> = Mutex::new(vec![None; total]);
+    let next = Mutex::new(0usize);
+    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..cfg.jobs.max(1) {
+            scope.spawn(|| loop {
+                let k = {
+                    let mut n = next.lock().expect("no poisoned lock");
+                    if *n >= total || failure.lock().expect("lock").is_some() {
+                        return;
+                    }
+                    *n += 1;
+                    *n - 1
+                };
+                let job = &jobs[k];
+                match run_job(job, cfg) {
+                    Ok(cell) => {
+                        log(&format!(
+                            "[{}/{}] {:<14} {:<10} {:<18} seed {}: {} paths{} ({:.1} s)",
+                            k + 1,
+                            total,
+                            job.system,
+                            job.workload.name,
+                            job.label,
+                            job.seed,
+                            cell.paths,
+                            if cell.found {
+                                ", bug found"
+                            } else if cell.exhausted {
+                                ", exhausted"
+                            } else {
+                                ""
+                            },
+                            cell.seconds
+                        ));
+                        results.lock().expect("lock")[k] = Some(cell);
+                    }
+                    Err(e) => {
+                        *failure.lock().expect("lock") = Some(e.context(format!(
+                            "{} / {} with {}",
+                            job.system, job.workload.name, job.label
+                        )));
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = failure.into_inner().expect("lock") {
+        return Err(e);
+    }
+    let results: Vec<Cell> = results
+        .into_inner()
+        .expect("lock")
+        .into_iter()
+        .map(|c| c.expect("every job ran"))
+        .collect();
+
+    // Group cells of the same (section, workload, label) into entries.
+    let mut sections: [Vec<Entry>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    for (job, cell) in jobs.iter().zip(results) {
+        let list = &mut sections[job.section];
+        let entry = match list.iter_mut().find(|e| {
+            e.workload == job.workload.name && e.strategy == job.label && e.system == job.system
+        }) {
+            Some(e) => e,
+            None => {
+                list.push(Entry {
+                    system: job.system.clone(),
+                    workload: job.workload.name.clone(),
+                    strategy: job.label.clone(),
+                    paths: 0.0,
+                    reached: 0,
+                    runs: 0,
+                    unique_states: 0.0,
+                    seconds: 0.0,
+                    cells: Vec::new(),
+                });
+                list.last_mut().expect("just pushed")
+            }
+        };
+        entry.cells.push(cell);
+    }
+    for (section, list) in sections.iter_mut().enumerate() {
+        for e in list.iter_mut() {
+            let n = e.cells.len() as f64;
+            e.runs = e.cells.len() as u64;
+            e.reached = e
+                .cells
+                .iter()
+                .filter(|c| {
+                    if section == 1 {
+                        c.exhausted
+                    } else {
+                        c.found || c.exhausted
+                    }
+                })
+                .count() as u64;
+            e.paths = e.cells.iter().map(|c| c.paths as f64).sum::<f64>() / n;
+            e.unique_states = e.cells.iter().map(|c| c.unique_states as f64).sum::<f64>() / n;
+            e.seconds = e.cells.iter().map(|c| c.seconds).sum::<f64>() / n;
+        }
+    }
+    let [bugs, exhaustion, ablations] = sections;
+    Ok(Report {
+        version: 1,
+        cap: cfg.cap,
+        seeds: cfg.seeds,
+        bugs,
+        exhaustion,
+        ablations,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Write `bench.json`, `bugs.svg` and `exhaustion.svg` into `cfg.out`; returns their paths.
+pub fn write(report: &Report, out: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let json = out.join("bench.json");
+    std::fs::write(&json, serde_json::to_string_pretty(report)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    let bugs = out.join("bugs.svg");
+    chart::bars(
+        &bugs,
+        "Paths to reach each bug (log scale; capped runs marked ^)",
+        &report.bugs,
+        report.cap,
+        false,
+    )?;
+    let exh = out.join("exhaustion.svg");
+    chart::bars(
+        &exh,
+        "Paths to exhaust the search space (log scale; capped runs marked ^)",
+        &report.exhaustion,
+        report.cap,
+        true,
+    )?;
+    Ok(vec![json, bugs, exh])
+}
+
+/// The tables, as text.
+pub fn tables(report: &Report) -> String {
+    let mut s = String::new();
+    // A section with nothing selected (`--only`, `--strategies`) is left out.
+    let table = |s: &mut String, title: &str, entries: &[Entry], exhaustion: bool| {
+        if entries.is_empty() {
+            return;
+        }
+        s.push_str(&format!("\n{title}\n"));
+        let mut workloads: Vec<&str> = Vec::new();
+        let mut strategies: Vec<&str> = Vec::new();
+        for e in entries {
+            if !workloads.contains(&e.workload.as_str()) {
+                workloads.push(&e.workload);
+            }
+            if !strategies.contains(&e.strategy.as_str()) {
+                strategies.push(&e.strategy);
+            }
+        }
+        s.push_str(&format!("{:<12}", "workload"));
+        for st in &strategies {
+            s.push_str(&format!("{st:>18}"));
+        }
+        s.push('\n');
+        for w in &workloads {
+            s.push_str(&format!("{w:<12}"));
+            for st in &strategies {
+                let cell = entries
+                    .iter()
+                    .find(|e| e.workload == *w && e.strategy == *st)
+                    .map_or("-".to_string(), |e| {
+                        let mark = if e.reached == e.runs { "" } else { "^" };
+                        let frac = if e.runs > 1 {
+                            format!(" {}/{}", e.reached, e.runs)
+                        } else {
+                            String::new()
+                        };
+                        if exhaustion {
+                            format!("{:.0}{mark} ({:.0}st)", e.paths, e.unique_states)
+                        } else {
+                            format!("{:.0}{mark}{frac}", e.paths)
+                        }
+                    });
+                s.push_str(&format!("{cell:>18}"));
+            }
+            s.push('\n');
+        }
+    };
+    table(&mut s, "Paths to the first hit of each bug (^ = not reached within the cap; k/n = seeds that reached it)", &report.bugs, false);
+    table(
+        &mut s,
+        "Paths (and unique states) to exhaust (^ = not exhausted within the cap)",
+        &report.exhaustion,
+        true,
+    );
+    if !report.ablations.is_empty() {
+        s.push_str("\nflymc ablations (paths; pruned by symmetry / by independence; deprioritised by parallel flips; cache hit rate)\n");
+    }
+    for e in &report.ablations {
+        let c = &e.cells[0];
+        s.push_str(&format!(
+            "{:<12} {:<18} paths {:>6}{}  sym {:>7}  indep {:>7}  deprio {:>7}  cache {:>4.0}%\n",
+            e.workload,
+            e.strategy,
+            c.paths,
+            if c.found || c.exhausted { "" } else { "^" },
+            c.pruned_symmetry,
+            c.pruned_independence,
+            c.deprioritized,
+            100.0 * c.cache_hit_rate
+        ));
+    }
+    s
+}

@@ -1,0 +1,11 @@
+//! The `flymc` command line's library: the one table of systems flymc knows ([`systems`]),
+//! `flymc bench` ([`bench`], [`hookbench`] with its [`demo`] system) and the progress display.
+//! The work itself lives in the crates it names: `flymc-core` (executor, explore loop, path
+//! files, replay), `flymc-strategies`, `flymc-real` (event server, backends) and one crate per
+//! system under `integrations/`.
+
+pub mod bench;
+pub mod demo;
+pub mod hookbench;
+pub mod progress;
+pub mod systems;

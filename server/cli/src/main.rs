@@ -1,0 +1,587 @@
+//! The `flymc` command line.
+//!
+//! Exit codes: 0 explored without a violation (or a replay matched), 1 a violation was found (or
+//! reproduced), 2 a usage or setup error, 3 a replay diverged from its path file.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use flymc::progress::Reporter;
+use flymc::systems;
+use flymc_core::explore::{explore_with, ExploreConfig};
+use flymc_core::pathfile::PathFile;
+use flymc_core::replay::{replay, workload_for, ReplayOutcome};
+use flymc_core::workloads;
+use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
+
+#[derive(Parser)]
+#[command(
+    name = "flymc",
+    version,
+    about = "A systematic model checker for real distributed systems"
+)]
+struct Cli {
+    /// Folder of workload files (default: ./workloads or the checkout's; or $FLYMC_WORKLOADS).
+    #[arg(long, global = true, value_name = "DIR")]
+    workloads: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Explore a workload's event orders until a violation, exhaustion, or the path budget.
+    Run(RunArgs),
+    /// Re-execute a path file and check it reaches the same states and violation.
+    Replay {
+        /// A path file written by `flymc run`.
+        file: PathBuf,
+        /// Where real nodes run: local processes or Docker containers.
+        #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
+        backend: String,
+    },
+    /// Write a sets file from annotated Java or Rust sources (FlyMC §4.1).
+    Analyze(AnalyzeArgs),
+    /// List the systems flymc can check.
+    Systems,
+    /// Compare every strategy on the simulated bug and exhaustion workloads (FlyMC Figures 1, 8
+    /// and 13): prints tables, writes bench.json and two SVG bar charts.
+    Bench(BenchArgs),
+    /// List the workloads of one system (or of all).
+    Workloads { system: Option<String> },
+    /// Install and build what a real system needs (`flymc setup zookeeper [--docker]`).
+    Setup {
+        /// The system to set up.
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(
+            systems::SETUPS.iter().map(|(name, _)| *name)
+        ))]
+        system: String,
+        /// Also build the Docker image the docker backend runs (from nothing, no pull).
+        #[arg(long)]
+        docker: bool,
+    },
+}
+
+#[derive(clap::Args)]
+struct AnalyzeArgs {
+    /// Source language.
+    #[arg(long, value_parser = ["java", "rust"])]
+    lang: String,
+    /// Source files or folders (searched recursively).
+    #[arg(required = true)]
+    sources: Vec<PathBuf>,
+    /// A TOML side file annotating code you do not want to touch (see analyzer/README.md).
+    #[arg(long, value_name = "FILE")]
+    annotations: Option<PathBuf>,
+    /// The system name written into the sets file.
+    #[arg(long, default_value = "unnamed")]
+    system: String,
+    /// Where to write the sets file (JSON); without it, the report goes to stdout.
+    #[arg(long, value_name = "SETS.json")]
+    out: Option<PathBuf>,
+    /// What to print: the sets file as JSON, or a human-readable report.
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    format: String,
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Which benchmark: `sims` (strategies on the simulated workloads) or `hooks` (the event
+    /// server's throughput and added latency with no-op demo nodes).
+    #[arg(default_value = "sims", value_parser = ["sims", "hooks"])]
+    what: String,
+    /// hooks: events to send through the server.
+    #[arg(long, default_value_t = 2000)]
+    events: u64,
+    /// hooks: demo nodes.
+    #[arg(long, default_value_t = 2)]
+    nodes: usize,
+    /// Path budget per exploration (FlyMC's Figure 8 stops at 10,000).
+    #[arg(long, default_value_t = 10_000)]
+    cap: u64,
+    /// Seeds averaged for the random strategies.
+    #[arg(long, default_value_t = 5)]
+    seeds: u64,
+    /// Parallel explorations (default: the number of cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Only these workloads (comma-separated names).
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Only these strategies (comma-separated; flymc's ablations run with flymc).
+    #[arg(long, value_delimiter = ',')]
+    strategies: Vec<String>,
+    /// Depth bound for bdpor and brdpor.
+    #[arg(long, default_value_t = 25)]
+    bound: usize,
+    /// Where bench.json and the charts go.
+    #[arg(long, default_value = "flymc-out/bench", value_name = "DIR")]
+    out: PathBuf,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The system to check (see `flymc systems`).
+    #[arg(long)]
+    system: String,
+    /// A workload name (see `flymc workloads SYSTEM`) or a path to a workload TOML file.
+    #[arg(long)]
+    workload: String,
+    /// Exploration strategy.
+    #[arg(long, default_value = "dfs", value_parser = clap::builder::PossibleValuesParser::new(strategy::NAMES))]
+    strategy: String,
+    /// Stop after this many paths.
+    #[arg(long, value_name = "N")]
+    max_paths: Option<u64>,
+    /// Seed for the random strategies (recorded in path files).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Depth bound for bdpor and brdpor.
+    #[arg(long, default_value_t = 25)]
+    bound: usize,
+    /// dfs over every interleaving, re-expanding a state each time another order reaches it
+    /// (the FlyMC paper's naive DFS), instead of expanding each state once.
+    #[arg(long)]
+    stateless: bool,
+    /// Where path files go.
+    #[arg(long, default_value = "flymc-out", value_name = "DIR")]
+    out: PathBuf,
+    /// Run every new path twice and fail loudly on any difference.
+    #[arg(long)]
+    check_determinism: bool,
+    /// Also write the path file of every explored path, not only of violating ones (to study
+    /// what the checker did; one file per path).
+    #[arg(long)]
+    save_paths: bool,
+    /// Where real nodes run: local processes on 127.0.0.x or Docker containers.
+    #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
+    backend: String,
+    /// Where the event server listens for real nodes' hooks (default 127.0.0.1, a free port).
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<std::net::SocketAddr>,
+    /// Sets file for samc and flymc (default: the one the system ships).
+    #[arg(long, value_name = "FILE")]
+    sets: Option<PathBuf>,
+    #[command(flatten)]
+    ablation: Ablation,
+}
+
+/// Switches for flymc's ablations (FlyMC Figure 13).
+#[derive(clap::Args, Clone, Copy, Default)]
+struct Ablation {
+    /// flymc without state symmetry.
+    #[arg(long)]
+    no_symmetry: bool,
+    /// flymc without sets-file independence (MoDist's rule instead).
+    #[arg(long)]
+    no_independence: bool,
+    /// flymc without parallel flips.
+    #[arg(long)]
+    no_parallel_flips: bool,
+    /// No state-event cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+fn main() -> ExitCode {
+    // Node processes must not outlive flymc, also on Ctrl-C.
+    flymc_real::cluster::install_cleanup_handler();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("FLYMC_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout with exit 0 and usage errors with exit 2.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let result = dispatch(cli);
+    if flymc_real::cluster::interrupted() {
+        // Ctrl-C: the nodes were killed under the exploration; the handler reports and exits.
+        flymc_real::cluster::wait_for_cleanup();
+        return ExitCode::from(130);
+    }
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The error and its causes on one line.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
+fn dispatch(cli: Cli) -> Result<u8> {
+    let folder = cli.workloads.as_deref();
+    match cli.command {
+        Command::Run(args) => run(args, folder),
+        Command::Replay { file, backend } => replay_cmd(&file, folder, &backend),
+        Command::Setup { system, docker } => {
+            let (name, setup) = systems::SETUPS
+                .iter()
+                .find(|(name, _)| *name == system)
+                .expect("clap checks the name against SETUPS");
+            setup(docker, &mut |m| println!("setup: {m}")).map_err(anyhow::Error::msg)?;
+            println!("setup: done; try `flymc workloads {name}`, then `flymc run --system {name} --workload NAME`");
+            Ok(0)
+        }
+        Command::Bench(args) => bench(args, folder),
+        Command::Analyze(args) => analyze(args),
+        Command::Systems => {
+            for s in systems::all() {
+                println!("{:<16} {}", s.name(), s.description());
+            }
+            Ok(0)
+        }
+        Command::Workloads { system } => {
+            let folder = workloads::folder(folder)?;
+            let list: Vec<String> = match system {
+                Some(name) => vec![systems::find(&name)?.name().to_string()],
+                None => systems::all()
+                    .iter()
+                    .map(|s| s.name().to_string())
+                    .collect(),
+            };
+            for system in list {
+                for name in workloads::names(&folder, &system) {
+                    let w = workloads::load(&folder, &system, &name)?;
+                    println!("{:<14} {:<12} {}", system, name, w.description);
+                }
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
+    if args.stateless && args.strategy != "dfs" {
+        anyhow::bail!(
+            "--stateless only applies to --strategy dfs (got `{}`); drop it or use dfs",
+            args.strategy
+        );
+    }
+    let options = systems::options(&args.backend, args.listen)?;
+    let system = systems::find_with(&args.system, &options)?;
+    let folder = workloads::folder(folder)?;
+    let workload = workloads::load(&folder, system.name(), &args.workload)?;
+    let needs_sets = matches!(args.strategy.as_str(), "samc" | "flymc");
+    let sets = if needs_sets || args.sets.is_some() {
+        systems::load_sets(system.as_ref(), &workload, args.sets.as_deref())?
+    } else {
+        None
+    };
+    let ctx = StrategyContext {
+        workload: &workload,
+        symmetry: system.symmetry(&workload),
+        seed: args.seed,
+        bound: args.bound,
+        // Expanding a state once is sound only when the reported state decides the future.
+        stateless_dfs: args.stateless || !system.states_are_complete(),
+        sets,
+        flymc: FlymcOptions {
+            symmetry: !args.ablation.no_symmetry,
+            independence: !args.ablation.no_independence,
+            parallel_flips: !args.ablation.no_parallel_flips,
+        },
+        fault_vars: system.fault_vars(),
+    };
+    let mut strat = strategy::build(&args.strategy, &ctx)?;
+    let cfg = ExploreConfig {
+        max_paths: args.max_paths,
+        check_determinism: args.check_determinism,
+        cache: !args.ablation.no_cache,
+        ..Default::default()
+    };
+    println!(
+        "flymc: {} / {} with {} (seed {}){}{}",
+        system.name(),
+        workload.name,
+        args.strategy,
+        args.seed,
+        if args.backend == "local" {
+            String::new()
+        } else {
+            format!(", nodes on {}", args.backend)
+        },
+        args.max_paths
+            .map(|m| format!(", at most {m} paths"))
+            .unwrap_or_default()
+    );
+    let mut reporter = Reporter::new(&format!("{}/{}", system.name(), workload.name));
+    let mut saved: Result<()> = Ok(());
+    let mut number = 0u64;
+    let mut last: Option<flymc_core::explore::Progress> = None;
+    let outcome = explore_with(
+        system.as_ref(),
+        &workload,
+        strat.as_mut(),
+        &cfg,
+        &mut |p| {
+            reporter.update(p);
+            last = Some(p.clone());
+        },
+        &mut |run| {
+            number += 1;
+            if args.save_paths && saved.is_ok() {
+                let file = args.out.join(format!(
+                    "{}-{}-{}-all-path{number}.json",
+                    system.name(),
+                    workload.name,
+                    args.strategy
+                ));
+                saved = PathFile::from_run(&workload, &args.strategy, args.seed, number, run)
+                    .save(&file)
+                    .map_err(Into::into);
+            }
+        },
+    );
+    reporter.finish();
+    if flymc_real::cluster::interrupted() {
+        // Ctrl-C: the path in progress died with its nodes; say what was explored before it.
+        match &last {
+            Some(p) => println!(
+                "interrupted: summary: {} paths, {} unique states, {:.2} s, queue left {}",
+                p.paths,
+                p.unique_states,
+                p.elapsed.as_secs_f64(),
+                p.queue
+            ),
+            None => println!("interrupted before the first path ended"),
+        }
+        flymc_real::cluster::interruption_reported();
+        return Ok(130);
+    }
+    let outcome = outcome?;
+    saved?;
+
+    let secs = outcome.elapsed.as_secs_f64();
+    let code = match &outcome.violation {
+        Some((number, run)) => {
+            let v = run
+                .violation
+                .as_ref()
+                .expect("a violating run has its violation");
+            let file = args.out.join(format!(
+                "{}-{}-{}-path{}.json",
+                system.name(),
+                workload.name,
+                args.strategy,
+                number
+            ));
+            PathFile::from_run(&workload, &args.strategy, args.seed, *number, run).save(&file)?;
+            println!("VIOLATION on path {number}: {v}");
+            println!(
+                "  path file: {} ({} events)",
+                file.display(),
+                run.steps.len()
+            );
+            println!("  replay it: flymc replay {}", file.display());
+            if run.late_reports > 0 {
+                println!(
+                    "  caution: on this path nodes reported {} events after saying they were done \
+                     with their cause, so the order around them was chosen without them; if the \
+                     path does not replay, this finding may be an artefact of that timing",
+                    run.late_reports
+                );
+            }
+            1
+        }
+        None if outcome.exhausted => {
+            println!("no violation: {}", strat.exhaustion());
+            0
+        }
+        None => {
+            println!(
+                "no violation within {} paths (not exhausted)",
+                outcome.paths
+            );
+            0
+        }
+    };
+    let stats = &outcome.stats;
+    let mut summary = format!(
+        "summary: {} paths, {} events, {} unique states, {:.2} s ({:.0} paths/s), queue left {}",
+        outcome.paths,
+        outcome.events,
+        outcome.unique_states.len(),
+        secs,
+        outcome.paths as f64 / secs.max(1e-9),
+        strat.queue_len(),
+    );
+    let lookups = outcome.cache_hits + outcome.cache_misses;
+    if lookups > 0 {
+        summary += &format!(
+            ", state-event cache {:.0}% hits ({} of {})",
+            100.0 * outcome.cache_hits as f64 / lookups as f64,
+            outcome.cache_hits,
+            lookups
+        );
+    }
+    for (why, n) in &stats.pruned {
+        summary += &format!(", pruned by {why} {n}");
+    }
+    if stats.deprioritized > 0 {
+        summary += &format!(", deprioritised {}", stats.deprioritized);
+    }
+    if outcome.diverged > 0 {
+        summary += &format!(", {} paths diverged from their plan", outcome.diverged);
+    }
+    if outcome.late_paths > 0 {
+        summary += &format!(
+            ", {} events reported late on {} paths",
+            outcome.late_reports, outcome.late_paths
+        );
+    }
+    println!("{summary}");
+    Ok(code)
+}
+
+fn analyze(args: AnalyzeArgs) -> Result<u8> {
+    let opts = flymc_analyzer::AnalyzeOptions {
+        lang: args.lang.parse().map_err(|e| anyhow::anyhow!("{e}"))?,
+        sources: args.sources,
+        annotations: args.annotations,
+        system: args.system,
+    };
+    let a = flymc_analyzer::analyze(&opts)?;
+    for gap in a.gaps() {
+        eprintln!("warning: {gap}");
+    }
+    match args.format.as_str() {
+        "json" if args.out.is_none() => println!("{}", a.to_json()),
+        "json" => {}
+        _ => print!("{}", a.to_text()),
+    }
+    if let Some(out) = &args.out {
+        std::fs::write(out, a.to_json())
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
+        eprintln!(
+            "wrote {} ({} gaps reported above)",
+            out.display(),
+            a.gaps().len()
+        );
+    }
+    Ok(0)
+}
+
+fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
+    if args.what == "hooks" {
+        let cfg = flymc::hookbench::HookBenchConfig {
+            events: args.events,
+            nodes: args.nodes,
+            program: None,
+        };
+        let b = flymc::hookbench::bench_hooks(&cfg)?;
+        print!("{}", b.table());
+        std::fs::create_dir_all(&args.out)?;
+        let file = args.out.join("hooks.json");
+        std::fs::write(&file, serde_json::to_string_pretty(&b)?)?;
+        println!("wrote {}", file.display());
+        return Ok(0);
+    }
+    let folder = workloads::folder(folder)?;
+    let cfg = flymc::bench::BenchConfig {
+        cap: args.cap,
+        seeds: args.seeds,
+        jobs: args
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        out: args.out.clone(),
+        only: args.only,
+        strategies: args.strategies,
+        bound: args.bound,
+    };
+    println!(
+        "flymc bench {}: cap {} paths, {} seeds for random strategies, {} jobs",
+        args.what, cfg.cap, cfg.seeds, cfg.jobs
+    );
+    let report = flymc::bench::run(&cfg, &folder, &|line| eprintln!("{line}"))?;
+    print!("{}", flymc::bench::tables(&report));
+    for f in flymc::bench::write(&report, &cfg.out)? {
+        println!("wrote {}", f.display());
+    }
+    println!("bench took {:.1} s", report.seconds);
+    Ok(0)
+}
+
+fn replay_cmd(file: &Path, folder: Option<&Path>, backend: &str) -> Result<u8> {
+    let path = PathFile::load(file)?;
+    let system = systems::find_on(&path.system, backend)?;
+    let workload = workload_for(&path, folder)?;
+    println!(
+        "replaying {} ({} / {}, {} events, recorded by {} path {})",
+        file.display(),
+        path.system,
+        path.workload.name,
+        path.events.len(),
+        path.strategy,
+        path.path_number
+    );
+    match replay(&path, system.as_ref(), &workload)? {
+        ReplayOutcome::Reproduced(v) => {
+            println!("reproduced: {v}");
+            Ok(1)
+        }
+        ReplayOutcome::Matched => {
+            println!("matched: every state as recorded, no violation");
+            Ok(0)
+        }
+        ReplayOutcome::Diverged {
+            step,
+            event,
+            expected,
+            observed,
+            differences,
+        } => {
+            println!("diverged at step {step} ({event})");
+            for d in &differences {
+                println!("  expected vs observed: {d}");
+            }
+            println!("  expected state: {}", serde_json::to_string(&expected)?);
+            match observed {
+                Some(o) => println!("  observed state: {}", serde_json::to_string(&o)?),
+                None => println!("  observed state: (step not taken)"),
+            }
+            if path.late_reports > 0 {
+                println!(
+                    "  note: while this path was recorded, nodes reported {} events late (after \
+                     saying they were done); the recording may hold an order the system does not \
+                     repeat",
+                    path.late_reports
+                );
+            }
+            Ok(3)
+        }
+        ReplayOutcome::ViolationDiffers { expected, observed } => {
+            let show = |v: &Option<flymc_model::Violation>| {
+                v.as_ref()
+                    .map_or("no violation".to_string(), |v| v.to_string())
+            };
+            println!(
+                "diverged: states matched but expected {} and observed {}",
+                show(&expected),
+                show(&observed)
+            );
+            Ok(3)
+        }
+    }
+}

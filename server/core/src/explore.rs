@@ -1,0 +1,327 @@
+//! The exploration loop: ask the strategy for a path, run it, record what was seen, repeat.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use flymc_model::{System, Workload};
+use serde::Serialize;
+
+use crate::cache::StateEventCache;
+use crate::executor::{ExecError, Executor, Plan, Run, Tail};
+use crate::strategy::{Strategy, StrategyStats};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExploreError {
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    #[error("{0}")]
+    Setup(String),
+    #[error("nondeterminism: path {path} re-run differs at step {step}: {detail}; the target is not deterministic, so its paths cannot be replayed")]
+    Nondeterministic {
+        path: u64,
+        step: usize,
+        detail: String,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct ExploreConfig {
+    /// Stop after this many paths (`None`: until exhausted or a violation).
+    pub max_paths: Option<u64>,
+    /// Re-run every path and fail on any difference.
+    pub check_determinism: bool,
+    /// Use the state-event cache.
+    pub cache: bool,
+    /// Stop only on a violation of this property (benchmarks look for one bug and step over
+    /// others); `None` stops on the first violation of any property.
+    pub stop_on_property: Option<String>,
+}
+
+impl Default for ExploreConfig {
+    fn default() -> Self {
+        ExploreConfig {
+            max_paths: None,
+            check_determinism: false,
+            cache: true,
+            stop_on_property: None,
+        }
+    }
+}
+
+/// A snapshot for progress displays.
+#[derive(Clone, Debug, Serialize)]
+pub struct Progress {
+    pub paths: u64,
+    pub queue: usize,
+    pub unique_states: usize,
+    pub elapsed: Duration,
+}
+
+impl Progress {
+    pub fn paths_per_sec(&self) -> f64 {
+        self.paths as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// What an exploration found.
+pub struct Outcome {
+    pub paths: u64,
+    /// The strategy had nothing left to explore.
+    pub exhausted: bool,
+    /// The first run that violated a property (the one asked for, if any), and its 1-based
+    /// path number.
+    pub violation: Option<(u64, Run)>,
+    /// Paths that violated some other property than the one asked for.
+    pub other_violations: u64,
+    pub unique_states: HashSet<u64>,
+    pub elapsed: Duration,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+    pub stats: StrategyStats,
+    /// Paths whose plan could not be followed (an event of the prefix never became enabled).
+    pub diverged: u64,
+    /// Paths on which nodes reported events late ([`Run::late_reports`]), and those events.
+    pub late_paths: u64,
+    pub late_reports: u64,
+    pub events: u64,
+}
+
+pub fn explore(
+    system: &dyn System,
+    workload: &Workload,
+    strategy: &mut dyn Strategy,
+    cfg: &ExploreConfig,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<Outcome, ExploreError> {
+    explore_with(system, workload, strategy, cfg, on_progress, &mut |_| {})
+}
+
+/// [`explore`], also handing every run to `on_run` (coverage studies, tests).
+pub fn explore_with(
+    system: &dyn System,
+    workload: &Workload,
+    strategy: &mut dyn Strategy,
+    cfg: &ExploreConfig,
+    on_progress: &mut dyn FnMut(&Progress),
+    on_run: &mut dyn FnMut(&Run),
+) -> Result<Outcome, ExploreError> {
+    let start = Instant::now();
+    let exec = Executor::new(system, workload);
+    let mut target = system
+        .target(workload)
+        .map_err(|e| ExploreError::Setup(e.to_string()))?;
+    let mut cache = StateEventCache::new();
+    let use_cache = cfg.cache && system.states_are_complete();
+    let mut out = Outcome {
+        paths: 0,
+        exhausted: false,
+        violation: None,
+        unique_states: HashSet::new(),
+        elapsed: Duration::ZERO,
+        cache_hits: 0,
+        cache_misses: 0,
+        stats: StrategyStats::default(),
+        diverged: 0,
+        late_paths: 0,
+        late_reports: 0,
+        events: 0,
+        other_violations: 0,
+    };
+    loop {
+        if cfg.max_paths.is_some_and(|m| out.paths >= m) {
+            break;
+        }
+        let Some(plan) = strategy.next_plan() else {
+            out.exhausted = true;
+            break;
+        };
+        let run = exec.run_with(
+            target.as_mut(),
+            &plan,
+            use_cache.then_some(&mut cache),
+            strategy.dependence(),
+        )?;
+        out.paths += 1;
+        out.events += run.steps.len() as u64;
+        if run.diverged_at.is_some() {
+            out.diverged += 1;
+        }
+        if run.late_reports > 0 {
+            out.late_paths += 1;
+            out.late_reports += run.late_reports;
+        }
+        out.unique_states.extend(run.hashes.iter().copied());
+        if cfg.check_determinism {
+            check_determinism(&exec, target.as_mut(), &run, out.paths)?;
+        }
+        strategy.observe(&run);
+        on_run(&run);
+        on_progress(&Progress {
+            paths: out.paths,
+            queue: strategy.queue_len(),
+            unique_states: out.unique_states.len(),
+            elapsed: start.elapsed(),
+        });
+        if let Some(v) = &run.violation {
+            match &cfg.stop_on_property {
+                Some(p) if *p != v.property => out.other_violations += 1,
+                _ => {
+                    out.violation = Some((out.paths, run));
+                    break;
+                }
+            }
+        }
+    }
+    out.elapsed = start.elapsed();
+    out.cache_hits = cache.hits;
+    out.cache_misses = cache.misses;
+    out.stats = strategy.stats();
+    Ok(out)
+}
+
+/// Re-run `run`'s exact events without the cache and compare every state.
+fn check_determinism(
+    exec: &Executor,
+    target: &mut dyn flymc_model::Target,
+    run: &Run,
+    path: u64,
+) -> Result<(), ExploreError> {
+    let plan = Plan {
+        prefix: run.event_ids(),
+        tail: Tail::Stop,
+        strict: true,
+        sleep: Vec::new(),
+        sleep_at: 0,
+    };
+    let again = exec.run(target, &plan, None)?;
+    for (step, (a, b)) in run.states.iter().zip(&again.states).enumerate() {
+        if a != b {
+            let diff = a.diff(b, 3).join("; ");
+            return Err(ExploreError::Nondeterministic {
+                path,
+                step,
+                detail: diff,
+            });
+        }
+    }
+    if again.states.len() != run.states.len() || again.violation != run.violation {
+        return Err(ExploreError::Nondeterministic {
+            path,
+            step: again.states.len().min(run.states.len()),
+            detail: format!(
+                "first run: {} states, {:?}; second: {} states, {:?}",
+                run.states.len(),
+                run.violation.as_ref().map(|v| &v.property),
+                again.states.len(),
+                again.violation.as_ref().map(|v| &v.property)
+            ),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use flymc_model::{
+        Event, EventId, GlobalState, NodeId, Property, Symmetry, System, Target, TargetError,
+        Workload,
+    };
+
+    use super::*;
+    use crate::testkit::{workload, TinySystem};
+
+    /// Hands out the default-order path `left` times (the loop's bookkeeping is under test,
+    /// not a search).
+    struct Repeat {
+        left: usize,
+    }
+
+    impl Strategy for Repeat {
+        fn name(&self) -> &'static str {
+            "repeat"
+        }
+        fn next_plan(&mut self) -> Option<Plan> {
+            self.left = self.left.checked_sub(1)?;
+            Some(Plan::fifo(Vec::new()))
+        }
+        fn observe(&mut self, _run: &Run) {}
+        fn queue_len(&self) -> usize {
+            self.left
+        }
+    }
+
+    /// The tiny system, with a hook that reports `late` events late on every run.
+    struct Late(u64);
+    struct LateTarget(Box<dyn Target>, u64);
+
+    impl Target for LateTarget {
+        fn start(&mut self, w: &Workload) -> Result<(), TargetError> {
+            self.0.start(w)
+        }
+        fn pending(&self) -> Vec<Event> {
+            self.0.pending()
+        }
+        fn enable(&mut self, id: EventId) -> Result<(), TargetError> {
+            self.0.enable(id)
+        }
+        fn settle(&mut self) -> Result<GlobalState, TargetError> {
+            self.0.settle()
+        }
+        fn crash(&mut self, node: NodeId) -> Result<(), TargetError> {
+            self.0.crash(node)
+        }
+        fn reboot(&mut self, node: NodeId) -> Result<(), TargetError> {
+            self.0.reboot(node)
+        }
+        fn stop(&mut self) -> Result<(), TargetError> {
+            self.0.stop()
+        }
+        fn late_reports(&self) -> u64 {
+            self.1
+        }
+    }
+
+    impl System for Late {
+        fn name(&self) -> &'static str {
+            "late"
+        }
+        fn description(&self) -> &'static str {
+            "test fixture"
+        }
+        fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
+            Ok(Box::new(LateTarget(TinySystem.target(w)?, self.0)))
+        }
+        fn properties(&self, w: &Workload) -> Vec<Box<dyn Property>> {
+            TinySystem.properties(w)
+        }
+        fn symmetry(&self, w: &Workload) -> Symmetry {
+            TinySystem.symmetry(w)
+        }
+    }
+
+    fn explore_late(late: u64) -> (Outcome, Vec<u64>) {
+        let w = workload(2, "[[0, 1], [1, 0]]", "");
+        let mut s = Repeat { left: 5 };
+        let cfg = ExploreConfig {
+            max_paths: Some(3),
+            ..Default::default()
+        };
+        let mut per_run = Vec::new();
+        let out = explore_with(&Late(late), &w, &mut s, &cfg, &mut |_| {}, &mut |r| {
+            per_run.push(r.late_reports)
+        })
+        .unwrap();
+        (out, per_run)
+    }
+
+    #[test]
+    fn late_reports_are_kept_with_each_run_and_totalled() {
+        let (out, per_run) = explore_late(2);
+        assert_eq!(out.paths, 3);
+        assert_eq!(per_run, vec![2, 2, 2]);
+        assert_eq!((out.late_paths, out.late_reports), (3, 6));
+        let (out, per_run) = explore_late(0);
+        assert_eq!(per_run, vec![0, 0, 0]);
+        assert_eq!((out.late_paths, out.late_reports), (0, 0));
+    }
+}

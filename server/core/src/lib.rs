@@ -1,0 +1,20 @@
+//! flymc's exploration core: everything between a strategy and a target.
+//!
+//! The [`executor`] runs one path on a [`flymc_model::Target`], following a [`executor::Plan`]'s
+//! prefix and then the order policy the plan names; a [`strategy::Strategy`] decides which paths
+//! to run; [`explore`] is the loop between them; the [`cache`] stands in for re-running a step
+//! whose result is known; [`dependence`] judges which events race (sleep sets);
+//! [`pathfile`] writes and reads the paths that [`replay`] re-executes; [`workloads`] finds the
+//! workload files the command line names.
+
+pub mod cache;
+pub mod dependence;
+pub mod executor;
+pub mod explore;
+pub mod pathfile;
+pub mod replay;
+pub mod strategy;
+pub mod workloads;
+
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;

@@ -1,0 +1,106 @@
+//! Finding workload files: `workloads/<system>/<name>.toml`.
+
+use std::path::{Path, PathBuf};
+
+use flymc_model::{Workload, WorkloadError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum FindError {
+    #[error("no workloads folder found; run flymc from the flymc checkout, or pass --workloads DIR (or set FLYMC_WORKLOADS)")]
+    NoFolder,
+    #[error("unknown workload `{name}` for {system}; valid workloads: {valid}")]
+    Unknown {
+        system: String,
+        name: String,
+        valid: String,
+    },
+    #[error("{file} is a workload for `{found}`, not for `{system}`; pass --system {found}")]
+    WrongSystem {
+        file: PathBuf,
+        system: String,
+        found: String,
+    },
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+}
+
+/// The workloads folder: explicit, else `$FLYMC_WORKLOADS`, else `workloads/` in the current
+/// directory or an ancestor, else next to the executable's checkout, else the source tree.
+pub fn folder(explicit: Option<&Path>) -> Result<PathBuf, FindError> {
+    if let Some(p) = explicit {
+        return Ok(p.into());
+    }
+    if let Some(p) = std::env::var_os("FLYMC_WORKLOADS") {
+        return Ok(p.into());
+    }
+    let mut starts: Vec<PathBuf> = Vec::new();
+    if let Ok(cwd) = std::env::current_dir() {
+        starts.push(cwd);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        starts.push(exe);
+    }
+    for start in &starts {
+        for dir in start.ancestors() {
+            let candidate = dir.join("workloads");
+            if candidate.is_dir() {
+                return Ok(candidate);
+            }
+        }
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads");
+    if built.is_dir() {
+        return Ok(built);
+    }
+    Err(FindError::NoFolder)
+}
+
+/// Workload names available for `system`, sorted.
+pub fn names(folder: &Path, system: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(folder.join(system))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            if p.extension()? != "toml" {
+                return None;
+            }
+            Some(p.file_stem()?.to_string_lossy().into_owned())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Load a workload given by name (looked up for `system`) or by path to a `.toml` file.
+pub fn load(folder: &Path, system: &str, name_or_path: &str) -> Result<Workload, FindError> {
+    let as_path = Path::new(name_or_path);
+    let file = if name_or_path.ends_with(".toml") || as_path.components().count() > 1 {
+        as_path.to_path_buf()
+    } else {
+        let file = folder.join(system).join(format!("{name_or_path}.toml"));
+        if !file.is_file() {
+            let valid = names(folder, system);
+            return Err(FindError::Unknown {
+                system: system.into(),
+                name: name_or_path.into(),
+                valid: if valid.is_empty() {
+                    "(none)".into()
+                } else {
+                    valid.join(", ")
+                },
+            });
+        }
+        file
+    };
+    let w = Workload::load(&file)?;
+    if w.system != system {
+        return Err(FindError::WrongSystem {
+            file,
+            system: system.into(),
+            found: w.system,
+        });
+    }
+    Ok(w)
+}

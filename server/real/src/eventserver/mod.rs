@@ -1,0 +1,283 @@
+//! The event server (FlyMC §2, Figure 3): hooks inside node processes report the messages,
+//! timers and crash-point disk writes they intercept, long-poll for enable orders, and report
+//! each node's state once it has processed an enabled event. Protocol: `hooks/PROTOCOL.md`.
+//!
+//! It runs on its own thread with a single-threaded tokio runtime, HTTP/1.1 via hyper, and
+//! binds 127.0.0.1 on a free port unless told otherwise. The synchronous side
+//! ([`crate::RealTarget`]) shares the run's [`RunState`] with the HTTP handlers under one
+//! lock and waits for quiescence on a condition variable; long polls wait on per-node
+//! notifications. A fresh random token per run makes requests of earlier runs fail.
+
+mod http;
+pub mod protocol;
+pub mod state;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use flymc_model::{Event, EventId, GlobalState, NodeId};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use rand::RngCore;
+use tokio::sync::{oneshot, Notify};
+
+pub use state::{ClientRequest, RunState, ServerError, ServerStats, Unquiet};
+
+/// Nodes beyond this index get no long-poll slot (their requests fail as unknown nodes).
+const MAX_NODES: usize = 4096;
+
+/// State shared by the HTTP handlers and the synchronous side.
+pub(crate) struct Shared {
+    state: Mutex<RunState>,
+    /// Signalled whenever the run state changes.
+    changed: Condvar,
+    /// Per-node wake-ups for long polls.
+    notify: Mutex<Vec<Arc<Notify>>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, RunState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Run `f` on the state, then wake everyone waiting for a change.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut RunState) -> T) -> T {
+        let out = f(&mut self.lock());
+        self.changed.notify_all();
+        out
+    }
+
+    pub(crate) fn notify(&self, node: usize) -> Arc<Notify> {
+        if node >= MAX_NODES {
+            return Arc::new(Notify::new());
+        }
+        let mut v = self.notify.lock().unwrap_or_else(|p| p.into_inner());
+        while v.len() <= node {
+            v.push(Arc::new(Notify::new()));
+        }
+        v[node].clone()
+    }
+
+    fn wake_pollers(&self, node: Option<NodeId>) {
+        let v = self.notify.lock().unwrap_or_else(|p| p.into_inner());
+        match node {
+            Some(n) => {
+                if let Some(x) = v.get(n) {
+                    x.notify_waiters();
+                }
+            }
+            None => v.iter().for_each(|x| x.notify_waiters()),
+        }
+    }
+
+    pub(crate) fn counted(&self) {
+        self.lock().stats.requests += 1;
+    }
+
+    pub(crate) fn rejected(&self, code: &str) {
+        *self.lock().stats.rejected.entry(code.into()).or_insert(0) += 1;
+    }
+}
+
+/// The event server of one flymc target. Dropping it stops the server thread.
+pub struct EventServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EventServer {
+    /// Bind `bind` (port 0 picks a free one) and start serving on a new thread.
+    pub fn start(bind: SocketAddr) -> std::io::Result<EventServer> {
+        let listener = std::net::TcpListener::bind(bind)?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(RunState::default()),
+            changed: Condvar::new(),
+            notify: Mutex::new(Vec::new()),
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (tx, rx) = oneshot::channel();
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("flymc-eventserver".into())
+            .spawn(move || runtime.block_on(serve(listener, s, rx)))?;
+        Ok(EventServer {
+            addr,
+            shared,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Where hooks reach the server.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Start a new run: fresh token (returned), every node starting up, the client requests
+    /// pending.
+    pub fn begin_run(&self, nodes: usize, clients: &[ClientRequest]) -> String {
+        let mut bytes = [0u8; 16];
+        rand::thread_rng().fill_bytes(&mut bytes);
+        let token = hex(&bytes);
+        self.shared
+            .with(|st| st.begin(token.clone(), nodes, clients));
+        self.shared.wake_pollers(None);
+        token
+    }
+
+    /// End the run: requests with its token fail from now on.
+    pub fn end_run(&self) {
+        self.shared.with(RunState::end);
+        self.shared.wake_pollers(None);
+    }
+
+    /// The current run's token (empty between runs).
+    pub fn token(&self) -> String {
+        self.shared.lock().token().to_string()
+    }
+
+    /// Events the checker may enable, in a deterministic order.
+    pub fn pending(&self) -> Vec<Event> {
+        self.shared.lock().pending()
+    }
+
+    /// Queue the enable order of a pending event; `false` if it is not pending.
+    pub fn enable(&self, id: EventId) -> bool {
+        let node = self.shared.with(|st| st.enable(id));
+        if let Some(n) = node {
+            self.shared.wake_pollers(Some(n));
+        }
+        node.is_some()
+    }
+
+    /// Mark `node` crashed (its `nth` crash), before its process is killed.
+    pub fn crash(&self, node: NodeId, nth: u32) {
+        self.shared.with(|st| st.crash(node, nth));
+        self.shared.wake_pollers(Some(node));
+    }
+
+    /// Drop the pending messages `node` sent (after its crash).
+    pub fn lose_outbound(&self, node: NodeId) {
+        self.shared.with(|st| st.lose_outbound(node));
+    }
+
+    /// Expect a new incarnation of `node` (its `nth` reboot); returns the incarnation.
+    pub fn reboot(&self, node: NodeId, nth: u32) -> u32 {
+        self.shared.with(|st| st.reboot(node, nth))
+    }
+
+    /// Tell the other live nodes that `cause` (a crash or reboot of `about`) happened, as
+    /// client events `name {node: about}`.
+    pub fn notice(&self, cause: EventId, name: &str, about: NodeId) {
+        self.shared.with(|st| st.notice(cause, name, about));
+    }
+
+    pub fn alive(&self, node: NodeId) -> bool {
+        self.shared.lock().alive(node)
+    }
+
+    /// The process id `node` registered with, if it did.
+    pub fn pid(&self, node: NodeId) -> Option<u32> {
+        self.shared.lock().pid(node)
+    }
+
+    /// The process of `node`'s `incarnation` in run `run` ended without flymc crashing it.
+    pub fn node_exited(&self, run: u64, node: NodeId, incarnation: u32, status: String) {
+        self.shared
+            .with(|st| st.exited(run, node, incarnation, status));
+    }
+
+    /// Which run this is (counts `begin_run`s).
+    pub fn run_id(&self) -> u64 {
+        self.shared.lock().run()
+    }
+
+    /// Wait until every live node has finished what it was given (registered, ready, and done
+    /// with every enabled event), at most `timeout`.
+    pub fn wait_quiet(&self, timeout: Duration) -> Result<(), (Unquiet, String)> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.lock();
+        loop {
+            match st.quiet() {
+                Ok(()) => return Ok(()),
+                Err(exited @ Unquiet::Exited(..)) => return Err((exited, String::new())),
+                Err(Unquiet::Busy(n)) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        let detail = st.busy_with(n);
+                        return Err((Unquiet::Busy(n), detail));
+                    }
+                    st = self
+                        .shared
+                        .changed
+                        .wait_timeout(st, deadline - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+            }
+        }
+    }
+
+    /// The global state now.
+    pub fn snapshot(&self) -> GlobalState {
+        self.shared.lock().snapshot()
+    }
+
+    pub fn stats(&self) -> ServerStats {
+        self.shared.lock().stats.clone()
+    }
+}
+
+impl Drop for EventServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+async fn serve(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+    mut shutdown: oneshot::Receiver<()>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!("event server cannot listen: {e}");
+            return;
+        }
+    };
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => return,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let s = shared.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| http::handle(req, s.clone()));
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
+    }
+}

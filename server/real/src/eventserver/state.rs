@@ -1,0 +1,1091 @@
+//! What the event server knows about the current run, free of I/O: nodes, events and their
+//! identities, enable orders, quiescence. The HTTP layer and [`crate::RealTarget`] both
+//! work through it under one lock.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use flymc_model::{Event, EventId, EventKind, GlobalState, NodeId, NodeView};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::protocol::{
+    self as wire, CancelReply, CancelRequest, DoneReply, DoneRequest, EventsReply, EventsRequest,
+    Kind, Order, PollRequest, RegisterReply, RegisterRequest, WireEvent, PROTOCOL_VERSION,
+};
+
+/// A rejected request: the HTTP status, a stable code and a reason for people.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerError {
+    pub status: u16,
+    pub code: &'static str,
+    pub reason: String,
+}
+
+impl ServerError {
+    pub fn new(status: u16, code: &'static str, reason: impl Into<String>) -> ServerError {
+        ServerError {
+            status,
+            code,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A client request of the workload: an event flymc itself creates at the start of a run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClientRequest {
+    pub to: NodeId,
+    pub name: String,
+    pub fields: Map<String, Value>,
+    pub payload: Value,
+}
+
+/// Counters for diagnostics, benchmarks and tests.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ServerStats {
+    pub requests: u64,
+    /// Rejected requests by error code.
+    pub rejected: BTreeMap<String, u64>,
+    pub events_reported: u64,
+    pub orders: u64,
+    /// Events reported after the event that caused them was reported done: the node's hook
+    /// reports too late, and quiescence cannot see such events coming.
+    pub late_events: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Status {
+    Pending,
+    Enabled,
+    Done,
+    /// Sent to a crashed node, or pending at a node when it crashed.
+    Dropped,
+}
+
+struct Record {
+    event: Event,
+    wire_kind: Kind,
+    payload: Value,
+    status: Status,
+    /// Deterministic position among pending events: (generation of the parent, origin, to,
+    /// kind, name, seq).
+    sort: (u64, usize, NodeId, EventKind, String, u32),
+    /// FIFO channel (sender, destination, name) and the report order within the run.
+    channel: Option<(NodeId, NodeId, String)>,
+    order: u64,
+    /// A peer-failure timer: (peer, the peer's incarnation when it was reported).
+    peer: Option<(NodeId, u32)>,
+}
+
+struct NodeState {
+    incarnation: u32,
+    alive: bool,
+    registered: bool,
+    ready: bool,
+    pid: Option<u32>,
+    vars: Map<String, Value>,
+    /// The parent of events reported during startup: none at first, the reboot after one.
+    boot_parent: Option<EventId>,
+    orders: Vec<Order>,
+    last_enabled: Option<EventId>,
+    /// Enabled here and not yet done, oldest first.
+    outstanding: VecDeque<EventId>,
+    /// A crash point the node is parked at: its other events wait until it is enabled.
+    parked: Option<EventId>,
+    /// The process ended without being crashed by flymc.
+    exited: Option<String>,
+}
+
+impl NodeState {
+    fn fresh(incarnation: u32, boot_parent: Option<EventId>) -> NodeState {
+        NodeState {
+            incarnation,
+            alive: true,
+            registered: false,
+            ready: false,
+            pid: None,
+            vars: Map::new(),
+            boot_parent,
+            orders: Vec::new(),
+            last_enabled: None,
+            outstanding: VecDeque::new(),
+            parked: None,
+            exited: None,
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.alive && (!self.ready || !self.outstanding.is_empty())
+    }
+}
+
+/// Why the cluster is not quiet.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Unquiet {
+    Busy(NodeId),
+    Exited(NodeId, String),
+}
+
+/// One run's state. A fresh token per run makes requests of earlier runs fail with 401.
+#[derive(Default)]
+pub struct RunState {
+    /// Counts runs, so news about a process of an earlier run is ignored.
+    run: u64,
+    token: String,
+    nodes: Vec<NodeState>,
+    events: HashMap<EventId, Record>,
+    /// Generation (index of the enable, crash or reboot) of every action of this run.
+    gens: HashMap<EventId, u64>,
+    actions: u64,
+    /// Counts reports, for the order of FIFO channels.
+    reports: u64,
+    pub stats: ServerStats,
+}
+
+/// Wire ids and model ids are the same 64 bits.
+fn m(id: wire::EventId) -> EventId {
+    EventId(id.0)
+}
+
+fn w(id: EventId) -> wire::EventId {
+    wire::EventId(id.0)
+}
+
+fn model_kind(k: Kind) -> EventKind {
+    match k {
+        Kind::Message => EventKind::Message,
+        Kind::Timeout | Kind::Disk => EventKind::Timeout,
+        Kind::Client => EventKind::Client,
+    }
+}
+
+/// Event names in the model: a crash-point write `state` is the timer-like event `disk:state`
+/// until the model has an event kind of its own for disk writes.
+fn model_name(k: Kind, name: &str) -> String {
+    match k {
+        Kind::Disk => format!("disk:{name}"),
+        _ => name.to_string(),
+    }
+}
+
+impl RunState {
+    pub fn run(&self) -> u64 {
+        self.run
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    pub fn nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Start a run of `nodes` nodes (all starting up) with the workload's client requests.
+    pub fn begin(&mut self, token: String, nodes: usize, clients: &[ClientRequest]) {
+        let stats = std::mem::take(&mut self.stats);
+        *self = RunState {
+            run: self.run + 1,
+            token,
+            nodes: (0..nodes).map(|_| NodeState::fresh(0, None)).collect(),
+            stats,
+            ..RunState::default()
+        };
+        let mut counts: HashMap<(NodeId, &str), u32> = HashMap::new();
+        for c in clients {
+            let seq = counts.entry((c.to, c.name.as_str())).or_insert(0);
+            let id = EventId::derive(None, *seq, EventKind::Client, &c.name, None, c.to);
+            let event = Event {
+                id,
+                kind: EventKind::Client,
+                name: c.name.clone(),
+                from: None,
+                to: c.to,
+                fields: c.fields.clone(),
+                parent: None,
+                delay_ms: None,
+            };
+            self.events.insert(
+                id,
+                Record {
+                    sort: (0, 0, c.to, EventKind::Client, c.name.clone(), *seq),
+                    event,
+                    wire_kind: Kind::Client,
+                    payload: c.payload.clone(),
+                    channel: None,
+                    order: 0,
+                    peer: None,
+                    status: if c.to < nodes {
+                        Status::Pending
+                    } else {
+                        Status::Dropped
+                    },
+                },
+            );
+            *seq += 1;
+        }
+    }
+
+    /// End the run: every later request fails with 401.
+    pub fn end(&mut self) {
+        self.token = String::new();
+    }
+
+    pub fn check_token(&self, token: Option<&str>) -> Result<(), ServerError> {
+        match token {
+            _ if self.token.is_empty() => Err(ServerError::new(
+                401,
+                "bad-token",
+                "no run is in progress (it ended): this node process is a leftover",
+            )),
+            None => Err(ServerError::new(
+                401,
+                "bad-token",
+                format!("missing {} header", wire::TOKEN_HEADER),
+            )),
+            Some(t) if t != self.token => Err(ServerError::new(
+                401,
+                "bad-token",
+                "wrong token: it belongs to another run or another server",
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn member(&mut self, node: usize, incarnation: u32) -> Result<&mut NodeState, ServerError> {
+        let n = self.nodes.len();
+        let s = self.nodes.get_mut(node).ok_or_else(|| {
+            ServerError::new(
+                404,
+                "unknown-node",
+                format!(
+                    "node {node} does not exist; this cluster has nodes 0..{}",
+                    n.max(1) - 1
+                ),
+            )
+        })?;
+        if !s.alive {
+            return Err(ServerError::new(
+                409,
+                "stale",
+                format!("node n{node} is crashed: this request comes from a killed process"),
+            ));
+        }
+        if s.incarnation != incarnation {
+            return Err(ServerError::new(
+                409,
+                "stale",
+                format!(
+                    "node n{node} is at incarnation {}, this process is incarnation {incarnation}",
+                    s.incarnation
+                ),
+            ));
+        }
+        Ok(s)
+    }
+
+    fn registered(&mut self, node: usize, incarnation: u32) -> Result<&mut NodeState, ServerError> {
+        let s = self.member(node, incarnation)?;
+        if !s.registered {
+            return Err(ServerError::new(
+                409,
+                "conflict",
+                format!(
+                    "node n{node} has not registered: POST /v{PROTOCOL_VERSION}/register first"
+                ),
+            ));
+        }
+        Ok(s)
+    }
+
+    pub fn register(&mut self, r: &RegisterRequest) -> Result<RegisterReply, ServerError> {
+        if r.protocol != PROTOCOL_VERSION {
+            return Err(ServerError::new(
+                426,
+                "protocol-version",
+                format!(
+                    "this hook speaks protocol {}, flymc speaks {PROTOCOL_VERSION}: update the hook",
+                    r.protocol
+                ),
+            ));
+        }
+        let nodes = self.nodes.len();
+        let s = self.member(r.node, r.incarnation)?;
+        s.registered = true;
+        s.pid = r.pid;
+        Ok(RegisterReply {
+            protocol: PROTOCOL_VERSION,
+            node: r.node,
+            incarnation: r.incarnation,
+            nodes,
+        })
+    }
+
+    pub fn intercept(&mut self, r: &EventsRequest) -> Result<EventsReply, ServerError> {
+        let n = self.nodes.len();
+        let node = r.node;
+        let s = self.registered(node, r.incarnation)?;
+        let boot_parent = s.boot_parent;
+        let front = s.outstanding.front().copied();
+        let ready = s.ready;
+        // Validate every event first, so a rejected request changes nothing.
+        let mut new = Vec::with_capacity(r.events.len());
+        for (i, e) in r.events.iter().enumerate() {
+            let at = |m: String| format!("events[{i}]: {m}");
+            if e.kind == Kind::Client {
+                return Err(ServerError::new(
+                    400,
+                    "malformed",
+                    at("hooks cannot report client events".into()),
+                ));
+            }
+            if e.to >= n {
+                return Err(ServerError::new(
+                    404,
+                    "unknown-node",
+                    at(format!(
+                        "destination node {} does not exist; this cluster has nodes 0..{}",
+                        e.to,
+                        n - 1
+                    )),
+                ));
+            }
+            if e.kind != Kind::Message && e.to != node {
+                return Err(ServerError::new(
+                    400,
+                    "malformed",
+                    at(format!(
+                        "a {:?} event belongs to the node that reports it (n{node}), not n{}",
+                        e.kind, e.to
+                    )),
+                ));
+            }
+            let parent = match e.parent.map(m) {
+                None => boot_parent,
+                Some(p) => match self.events.get(&p) {
+                    None => {
+                        return Err(ServerError::new(
+                            404,
+                            "unknown-event",
+                            at(format!("parent {p} is not an event of this run")),
+                        ))
+                    }
+                    Some(rec)
+                        if rec.event.to != node
+                            || !matches!(rec.status, Status::Enabled | Status::Done) =>
+                    {
+                        return Err(ServerError::new(
+                            409,
+                            "conflict",
+                            at(format!("parent {p} was not processed by node n{node}")),
+                        ))
+                    }
+                    Some(_) => Some(p),
+                },
+            };
+            let kind = model_kind(e.kind);
+            let name = model_name(e.kind, &e.name);
+            let from = (e.kind == Kind::Message).then_some(node);
+            let id = EventId::derive(parent, e.seq, kind, &name, from, e.to);
+            let event = Event {
+                id,
+                kind,
+                name,
+                from,
+                to: e.to,
+                fields: e.fields.clone(),
+                parent,
+                // Only a timer waits.
+                delay_ms: e.delay_ms.filter(|_| kind == EventKind::Timeout),
+            };
+            if let Some(old) = self.events.get(&id) {
+                if old.event != event || old.payload != e.payload {
+                    return Err(ServerError::new(
+                        409,
+                        "conflict",
+                        at(format!(
+                            "event {id} ({} seq {}) was already reported with other content: sequence numbers must count per parent, kind, name and destination",
+                            e.name, e.seq
+                        )),
+                    ));
+                }
+            }
+            if let Some(p) = e.peer {
+                if e.kind != Kind::Timeout || p >= n {
+                    return Err(ServerError::new(
+                        400,
+                        "malformed",
+                        at(format!(
+                            "`peer` {p} must name a node 0..{} of a timeout",
+                            n - 1
+                        )),
+                    ));
+                }
+            }
+            let late = ready && (parent != front || front.is_none());
+            let channel = e.channel.clone().map(|c| (node, e.to, c));
+            let peer = e.peer.map(|p| (p, self.nodes[p].incarnation));
+            new.push((event, e.kind, e.payload.clone(), e.seq, late, channel, peer));
+        }
+        let mut ids = Vec::with_capacity(new.len());
+        for (event, wire_kind, payload, seq, late, channel, peer) in new {
+            let id = event.id;
+            ids.push(w(id));
+            if self.events.contains_key(&id) {
+                continue; // a retried report
+            }
+            self.stats.events_reported += 1;
+            if late {
+                self.stats.late_events += 1;
+                tracing::warn!(
+                    "node n{node} reported {} after its cause was done; report events before done",
+                    event.describe()
+                );
+            }
+            let gen = event
+                .parent
+                .and_then(|p| self.gens.get(&p).copied())
+                .unwrap_or(0);
+            let alive = self.nodes[event.to].alive;
+            if wire_kind == Kind::Disk && alive {
+                self.nodes[node].parked = Some(id);
+            }
+            self.reports += 1;
+            self.events.insert(
+                id,
+                Record {
+                    sort: (gen, 1 + node, event.to, event.kind, event.name.clone(), seq),
+                    event,
+                    wire_kind,
+                    payload,
+                    channel,
+                    order: self.reports,
+                    peer,
+                    status: if alive {
+                        Status::Pending
+                    } else {
+                        Status::Dropped
+                    },
+                },
+            );
+        }
+        Ok(EventsReply { ids })
+    }
+
+    pub fn done(&mut self, r: &DoneRequest) -> Result<DoneReply, ServerError> {
+        let s = self.registered(r.node, r.incarnation)?;
+        let Some(id) = r.event.map(m) else {
+            let fresh = !s.ready;
+            s.ready = true;
+            s.vars = r.state.clone();
+            return Ok(DoneReply { fresh });
+        };
+        let front = s.outstanding.front().copied();
+        if front == Some(id) {
+            s.outstanding.pop_front();
+            s.vars = r.state.clone();
+            if let Some(rec) = self.events.get_mut(&id) {
+                rec.status = Status::Done;
+            }
+            return Ok(DoneReply { fresh: true });
+        }
+        match self.events.get(&id) {
+            None => Err(ServerError::new(
+                404,
+                "unknown-event",
+                format!("event {id} is not an event of this run"),
+            )),
+            Some(rec) if rec.status == Status::Done && rec.event.to == r.node => {
+                Ok(DoneReply { fresh: false })
+            }
+            Some(_) => Err(ServerError::new(
+                409,
+                "conflict",
+                match front {
+                    Some(f) => format!(
+                        "done for {id}, but the oldest event enabled at n{} and not done is {f}",
+                        r.node
+                    ),
+                    None => format!("done for {id}, but no event is enabled at n{}", r.node),
+                },
+            )),
+        }
+    }
+
+    /// Withdraw timers the node armed and that have not been enabled.
+    pub fn cancel(&mut self, r: &CancelRequest) -> Result<CancelReply, ServerError> {
+        self.registered(r.node, r.incarnation)?;
+        for id in r.ids.iter().copied().map(m) {
+            match self.events.get(&id) {
+                None => {
+                    return Err(ServerError::new(
+                        404,
+                        "unknown-event",
+                        format!("event {id} is not an event of this run"),
+                    ))
+                }
+                Some(rec) if rec.wire_kind != Kind::Timeout || rec.event.to != r.node => {
+                    return Err(ServerError::new(
+                        409,
+                        "conflict",
+                        format!("event {id} is not a timer of node n{}", r.node),
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        let mut cancelled = Vec::new();
+        for id in r.ids.iter().copied().map(m) {
+            if let Some(rec) = self.events.get_mut(&id) {
+                if rec.status == Status::Pending {
+                    rec.status = Status::Dropped;
+                    cancelled.push(w(id));
+                }
+            }
+        }
+        Ok(CancelReply { cancelled })
+    }
+
+    /// Orders for a poll, validating it; empty when the hook has them all.
+    pub fn poll(&mut self, r: &PollRequest) -> Result<Vec<Order>, ServerError> {
+        let s = self.registered(r.node, r.incarnation)?;
+        let from = (r.after as usize).min(s.orders.len());
+        Ok(s.orders[from..].to_vec())
+    }
+
+    fn pending_visible(&self, rec: &Record) -> bool {
+        rec.status == Status::Pending
+            && self.nodes[rec.event.to]
+                .parked
+                .is_none_or(|p| p == rec.event.id)
+            && rec.peer.is_none_or(|(p, inc)| {
+                let s = &self.nodes[p];
+                !s.alive || s.incarnation != inc
+            })
+            && rec.channel.as_ref().is_none_or(|c| {
+                // Only the oldest undelivered message of a channel.
+                !self.events.values().any(|o| {
+                    o.status == Status::Pending
+                        && o.order < rec.order
+                        && o.channel.as_ref() == Some(c)
+                })
+            })
+    }
+
+    /// Events the checker may enable, in a deterministic order.
+    pub fn pending(&self) -> Vec<Event> {
+        let mut recs: Vec<&Record> = self
+            .events
+            .values()
+            .filter(|r| self.pending_visible(r))
+            .collect();
+        recs.sort_by(|a, b| a.sort.cmp(&b.sort).then(a.event.id.cmp(&b.event.id)));
+        recs.into_iter().map(|r| r.event.clone()).collect()
+    }
+
+    /// Enable a pending event: queue its order at its node. Returns the node.
+    pub fn enable(&mut self, id: EventId) -> Option<NodeId> {
+        let rec = self.events.get(&id)?;
+        if !self.pending_visible(rec) || !self.nodes[rec.event.to].alive {
+            return None;
+        }
+        let node = rec.event.to;
+        let order_event = WireEvent {
+            id: w(id),
+            kind: rec.wire_kind,
+            name: if rec.wire_kind == Kind::Disk {
+                rec.event.name.trim_start_matches("disk:").to_string()
+            } else {
+                rec.event.name.clone()
+            },
+            from: rec.event.from,
+            to: node,
+            fields: rec.event.fields.clone(),
+            payload: rec.payload.clone(),
+            parent: rec.event.parent.map(w),
+        };
+        self.events.get_mut(&id)?.status = Status::Enabled;
+        self.gens.insert(id, self.actions);
+        self.actions += 1;
+        self.stats.orders += 1;
+        let s = &mut self.nodes[node];
+        s.orders.push(Order {
+            seq: s.orders.len() as u64 + 1,
+            previous: s.last_enabled.map(w),
+            event: order_event,
+        });
+        s.last_enabled = Some(id);
+        s.outstanding.push_back(id);
+        if s.parked == Some(id) {
+            s.parked = None;
+        }
+        Some(node)
+    }
+
+    /// `node` was crashed (its `nth` crash): drop what was in flight to it.
+    pub fn crash(&mut self, node: NodeId, nth: u32) {
+        let s = &mut self.nodes[node];
+        s.alive = false;
+        s.registered = false;
+        s.ready = false;
+        s.outstanding.clear();
+        s.parked = None;
+        for rec in self.events.values_mut() {
+            if rec.event.to == node && rec.status == Status::Pending {
+                rec.status = Status::Dropped;
+            }
+        }
+        self.gens.insert(EventId::crash(node, nth), self.actions);
+        self.actions += 1;
+    }
+
+    /// Drop the messages `node` sent that are still pending: the crash that just happened
+    /// lost them before they left the node (see [`crate::RealConfig::crash_loses_outbound`]).
+    pub fn lose_outbound(&mut self, node: NodeId) {
+        for rec in self.events.values_mut() {
+            if rec.event.from == Some(node) && rec.status == Status::Pending {
+                rec.status = Status::Dropped;
+            }
+        }
+    }
+
+    /// Tell every live node other than `about` that `cause` (a crash or reboot of `about`)
+    /// happened: a client event `name {node: about}` at each, caused by `cause`, so its
+    /// identity is the same in every re-run. Systems whose nodes would learn this from their
+    /// failure detector or a reconnecting peer ask for it ([`crate::RealConfig::notices`]).
+    pub fn notice(&mut self, cause: EventId, name: &str, about: NodeId) {
+        let gen = self.gens.get(&cause).copied().unwrap_or(0);
+        for to in 0..self.nodes.len() {
+            if to == about || !self.nodes[to].alive {
+                continue;
+            }
+            let id = EventId::derive(Some(cause), 0, EventKind::Client, name, None, to);
+            let mut fields = Map::new();
+            fields.insert("node".into(), Value::from(about));
+            let event = Event {
+                id,
+                kind: EventKind::Client,
+                name: name.to_string(),
+                from: None,
+                to,
+                fields,
+                parent: Some(cause),
+                delay_ms: None,
+            };
+            self.reports += 1;
+            self.events.insert(
+                id,
+                Record {
+                    sort: (gen, 0, to, EventKind::Client, name.to_string(), 0),
+                    event,
+                    wire_kind: Kind::Client,
+                    payload: Value::Null,
+                    status: Status::Pending,
+                    // A notice travels on no message channel and is no peer-failure timer.
+                    channel: None,
+                    order: self.reports,
+                    peer: None,
+                },
+            );
+        }
+    }
+
+    /// `node` is being rebooted (its `nth` reboot) as a new incarnation; returns it.
+    pub fn reboot(&mut self, node: NodeId, nth: u32) -> u32 {
+        let id = EventId::reboot(node, nth);
+        let s = &mut self.nodes[node];
+        let vars = std::mem::take(&mut s.vars);
+        *s = NodeState::fresh(s.incarnation + 1, Some(id));
+        s.vars = vars;
+        self.gens.insert(id, self.actions);
+        self.actions += 1;
+        s.incarnation
+    }
+
+    pub fn alive(&self, node: NodeId) -> bool {
+        self.nodes.get(node).is_some_and(|s| s.alive)
+    }
+
+    pub fn incarnation(&self, node: NodeId) -> u32 {
+        self.nodes.get(node).map_or(0, |s| s.incarnation)
+    }
+
+    pub fn pid(&self, node: NodeId) -> Option<u32> {
+        self.nodes.get(node).and_then(|s| s.pid)
+    }
+
+    /// The process of `node`'s `incarnation` in run `run` ended without flymc crashing it.
+    pub fn exited(&mut self, run: u64, node: NodeId, incarnation: u32, status: String) {
+        if run != self.run || self.token.is_empty() {
+            return;
+        }
+        if let Some(s) = self.nodes.get_mut(node) {
+            if s.alive && s.incarnation == incarnation {
+                s.exited = Some(status);
+            }
+        }
+    }
+
+    /// `Ok` when every live node has finished what it was given.
+    pub fn quiet(&self) -> Result<(), Unquiet> {
+        for (i, s) in self.nodes.iter().enumerate() {
+            if let (true, Some(why)) = (s.alive, &s.exited) {
+                return Err(Unquiet::Exited(i, why.clone()));
+            }
+        }
+        match self.nodes.iter().position(NodeState::busy) {
+            Some(i) => Err(Unquiet::Busy(i)),
+            None => Ok(()),
+        }
+    }
+
+    /// What the busy node is doing, for hang reports.
+    pub fn busy_with(&self, node: NodeId) -> String {
+        let s = &self.nodes[node];
+        if !s.registered {
+            "never registered with the event server".into()
+        } else if !s.ready {
+            "registered but never reported ready".into()
+        } else if let Some(id) = s.outstanding.front() {
+            let what = self
+                .events
+                .get(id)
+                .map_or(id.to_string(), |r| r.event.describe());
+            format!("never reported done for {what}")
+        } else {
+            "busy".into()
+        }
+    }
+
+    /// The global state: every node's last reported variables and the events in flight.
+    pub fn snapshot(&self) -> GlobalState {
+        let views = self
+            .nodes
+            .iter()
+            .map(|s| NodeView {
+                alive: s.alive,
+                vars: s.vars.clone(),
+            })
+            .collect();
+        let in_flight: Vec<Event> = self
+            .events
+            .values()
+            .filter(|r| r.status == Status::Pending)
+            .map(|r| r.event.clone())
+            .collect();
+        GlobalState::new(views, &in_flight)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reg(st: &mut RunState, node: usize) {
+        st.register(&RegisterRequest {
+            protocol: PROTOCOL_VERSION,
+            node,
+            incarnation: st.incarnation(node),
+            pid: None,
+        })
+        .unwrap();
+    }
+
+    fn done(
+        st: &mut RunState,
+        node: usize,
+        event: Option<EventId>,
+        state: Value,
+    ) -> Result<DoneReply, ServerError> {
+        st.done(&DoneRequest {
+            node,
+            incarnation: st.incarnation(node),
+            event: event.map(w),
+            state: state.as_object().unwrap().clone(),
+        })
+    }
+
+    fn intercept(
+        parent: Option<EventId>,
+        seq: u32,
+        kind: Kind,
+        name: &str,
+        to: usize,
+    ) -> wire::Intercept {
+        wire::Intercept {
+            parent: parent.map(w),
+            seq,
+            kind,
+            name: name.into(),
+            to,
+            fields: Map::new(),
+            payload: json!("p"),
+            channel: None,
+            peer: None,
+            delay_ms: None,
+        }
+    }
+
+    /// `node` reports one event.
+    fn report(
+        st: &mut RunState,
+        node: usize,
+        event: wire::Intercept,
+    ) -> Result<EventId, ServerError> {
+        let r = st.intercept(&EventsRequest {
+            node,
+            incarnation: st.incarnation(node),
+            events: vec![event],
+        })?;
+        Ok(m(r.ids[0]))
+    }
+
+    fn send(
+        st: &mut RunState,
+        node: usize,
+        parent: Option<EventId>,
+        seq: u32,
+        kind: Kind,
+        name: &str,
+        to: usize,
+    ) -> Result<EventId, ServerError> {
+        report(st, node, intercept(parent, seq, kind, name, to))
+    }
+
+    fn booted(nodes: usize) -> RunState {
+        let mut st = RunState::default();
+        st.begin("t".into(), nodes, &[]);
+        for n in 0..nodes {
+            reg(&mut st, n);
+        }
+        st
+    }
+
+    #[test]
+    fn events_reported_after_their_cause_is_done_are_counted_late_over_the_server_s_life() {
+        let mut st = booted(2);
+        send(&mut st, 0, None, 0, Kind::Message, "a", 1).unwrap();
+        assert_eq!(st.stats.late_events, 0, "reported while starting up");
+        done(&mut st, 0, None, json!({})).unwrap();
+        // Startup is done and no event is in progress: nothing can have caused this one.
+        send(&mut st, 0, None, 1, Kind::Message, "a", 1).unwrap();
+        assert_eq!(st.stats.late_events, 1);
+        // A retried report of it is not counted again.
+        send(&mut st, 0, None, 1, Kind::Message, "a", 1).unwrap();
+        assert_eq!(st.stats.late_events, 1);
+        // The count survives the next run (a real target takes its own run's share by difference).
+        st.begin("t2".into(), 2, &[]);
+        assert_eq!(st.stats.late_events, 1);
+    }
+
+    #[test]
+    fn a_timer_keeps_its_reported_duration_out_of_its_identity_and_the_state() {
+        let mut st = booted(1);
+        let waiting = |kind, name, delay_ms| wire::Intercept {
+            delay_ms,
+            ..intercept(None, 0, kind, name, 0)
+        };
+        let t = report(&mut st, 0, waiting(Kind::Timeout, "poll", Some(400))).unwrap();
+        let msg = report(&mut st, 0, waiting(Kind::Message, "a", Some(5))).unwrap();
+        assert_eq!(
+            t,
+            EventId::derive(None, 0, EventKind::Timeout, "poll", None, 0)
+        );
+        done(&mut st, 0, None, json!({})).unwrap();
+        let delay = |id| {
+            st.pending()
+                .into_iter()
+                .find(|e| e.id == id)
+                .unwrap()
+                .delay_ms
+        };
+        assert_eq!(delay(t), Some(400));
+        assert_eq!(delay(msg), None, "only a timer waits");
+        let seen = serde_json::to_string(&st.snapshot()).unwrap();
+        assert!(!seen.contains("400"), "{seen}");
+    }
+
+    #[test]
+    fn ids_are_derived_from_causal_position_and_pending_is_sorted() {
+        let mut st = booted(2);
+        let b = send(&mut st, 1, None, 0, Kind::Message, "b", 0).unwrap();
+        let a = send(&mut st, 0, None, 0, Kind::Message, "a", 1).unwrap();
+        assert_eq!(
+            a,
+            EventId::derive(None, 0, EventKind::Message, "a", Some(0), 1)
+        );
+        assert_eq!(st.quiet(), Err(Unquiet::Busy(0)));
+        done(&mut st, 0, None, json!({"x": 0})).unwrap();
+        done(&mut st, 1, None, json!({"x": 0})).unwrap();
+        assert_eq!(st.quiet(), Ok(()));
+        let p: Vec<EventId> = st.pending().iter().map(|e| e.id).collect();
+        assert_eq!(p, vec![a, b], "node order, not arrival order");
+        // A retried report gives the same id and no duplicate.
+        assert_eq!(send(&mut st, 0, None, 0, Kind::Message, "a", 1).unwrap(), a);
+        assert_eq!(st.pending().len(), 2);
+    }
+
+    #[test]
+    fn enable_orders_chain_previous_and_done_must_follow_them() {
+        let mut st = booted(2);
+        done(&mut st, 0, None, json!({})).unwrap();
+        let a = send(&mut st, 0, None, 0, Kind::Message, "a", 1).unwrap();
+        let b = send(&mut st, 0, None, 1, Kind::Message, "a", 1).unwrap();
+        done(&mut st, 1, None, json!({})).unwrap();
+        assert_eq!(st.enable(a), Some(1));
+        assert_eq!(st.enable(a), None, "not pending any more");
+        assert_eq!(st.enable(b), Some(1));
+        let poll = PollRequest {
+            node: 1,
+            incarnation: 0,
+            after: 0,
+            wait_ms: None,
+        };
+        let orders = st.poll(&poll).unwrap();
+        assert_eq!(orders.len(), 2);
+        assert_eq!((orders[0].previous, orders[1].previous), (None, Some(w(a))));
+        assert_eq!(orders[1].event.payload, json!("p"));
+        let e = done(&mut st, 1, Some(b), json!({})).unwrap_err();
+        assert_eq!((e.status, e.code), (409, "conflict"));
+        assert!(done(&mut st, 1, Some(a), json!({"n": 1})).unwrap().fresh);
+        assert!(
+            !done(&mut st, 1, Some(a), json!({"n": 1})).unwrap().fresh,
+            "a retry"
+        );
+        assert_eq!(st.quiet(), Err(Unquiet::Busy(1)));
+        done(&mut st, 1, Some(b), json!({"n": 2})).unwrap();
+        assert_eq!(st.quiet(), Ok(()));
+        assert_eq!(st.snapshot().var(1, "n"), Some(&json!(2)));
+        let e = done(&mut st, 1, Some(EventId(7)), json!({})).unwrap_err();
+        assert_eq!((e.status, e.code), (404, "unknown-event"));
+    }
+
+    #[test]
+    fn bad_requests_are_refused_and_change_nothing() {
+        let mut st = booted(2);
+        let e = send(&mut st, 0, Some(EventId(9)), 0, Kind::Message, "a", 1).unwrap_err();
+        assert_eq!(e.code, "unknown-event");
+        let e = send(&mut st, 0, None, 0, Kind::Message, "a", 5).unwrap_err();
+        assert_eq!(e.code, "unknown-node");
+        let e = send(&mut st, 0, None, 0, Kind::Timeout, "t", 1).unwrap_err();
+        assert_eq!(e.code, "malformed");
+        let e = send(&mut st, 7, None, 0, Kind::Message, "a", 1);
+        assert!(e.is_err());
+        assert!(st.pending().is_empty());
+        let e = st
+            .register(&RegisterRequest {
+                protocol: 0,
+                node: 0,
+                incarnation: 0,
+                pid: None,
+            })
+            .unwrap_err();
+        assert_eq!((e.status, e.code), (426, "protocol-version"));
+        assert!(st.check_token(Some("t")).is_ok());
+        assert_eq!(st.check_token(Some("u")).unwrap_err().status, 401);
+        assert_eq!(st.check_token(None).unwrap_err().status, 401);
+        st.end();
+        assert_eq!(st.check_token(Some("t")).unwrap_err().status, 401);
+    }
+
+    #[test]
+    fn crash_drops_inbound_events_and_reboot_starts_a_new_incarnation() {
+        let mut st = booted(2);
+        done(&mut st, 0, None, json!({"v": 1})).unwrap();
+        done(&mut st, 1, None, json!({})).unwrap();
+        send(&mut st, 0, None, 0, Kind::Message, "a", 1).unwrap();
+        let back = send(&mut st, 1, None, 0, Kind::Message, "b", 0).unwrap();
+        st.crash(1, 0);
+        assert_eq!(
+            st.pending().iter().map(|e| e.id).collect::<Vec<_>>(),
+            vec![back]
+        );
+        let e = send(&mut st, 1, None, 1, Kind::Message, "c", 0).unwrap_err();
+        assert_eq!(e.code, "stale");
+        assert_eq!(st.quiet(), Ok(()));
+        assert!(!st.snapshot().nodes[1].alive);
+        let inc = st.reboot(1, 0);
+        assert_eq!(inc, 1);
+        assert_eq!(st.quiet(), Err(Unquiet::Busy(1)));
+        reg(&mut st, 1);
+        let t = send(&mut st, 1, None, 0, Kind::Timeout, "tick", 1).unwrap();
+        let want = EventId::derive(
+            Some(EventId::reboot(1, 0)),
+            0,
+            EventKind::Timeout,
+            "tick",
+            None,
+            1,
+        );
+        assert_eq!(t, want, "startup events of a reboot descend from it");
+        done(&mut st, 1, None, json!({})).unwrap();
+        assert_eq!(st.quiet(), Ok(()));
+    }
+
+    #[test]
+    fn timers_can_be_cancelled_until_they_fire() {
+        let mut st = booted(2);
+        let t = send(&mut st, 0, None, 0, Kind::Timeout, "t", 0).unwrap();
+        let u = send(&mut st, 0, None, 1, Kind::Timeout, "t", 0).unwrap();
+        let m = send(&mut st, 0, None, 0, Kind::Message, "m", 1).unwrap();
+        done(&mut st, 0, None, json!({})).unwrap();
+        done(&mut st, 1, None, json!({})).unwrap();
+        st.enable(u).unwrap();
+        let cancel = |st: &mut RunState, ids: Vec<EventId>| {
+            st.cancel(&CancelRequest {
+                node: 0,
+                incarnation: 0,
+                ids: ids.into_iter().map(w).collect(),
+            })
+        };
+        let e = cancel(&mut st, vec![m]).unwrap_err();
+        assert_eq!(e.code, "conflict", "a message is not a timer");
+        let e = cancel(&mut st, vec![EventId(3)]).unwrap_err();
+        assert_eq!(e.code, "unknown-event");
+        let r = cancel(&mut st, vec![t, u]).unwrap();
+        assert_eq!(r.cancelled, vec![w(t)], "u already fired");
+        assert_eq!(
+            st.pending().iter().map(|e| e.id).collect::<Vec<_>>(),
+            vec![m]
+        );
+    }
+
+    #[test]
+    fn a_node_parked_at_a_crash_point_offers_only_that_write() {
+        let mut st = booted(2);
+        done(&mut st, 0, None, json!({})).unwrap();
+        done(&mut st, 1, None, json!({})).unwrap();
+        let m = send(&mut st, 1, None, 0, Kind::Message, "m", 0).unwrap();
+        let t = send(&mut st, 0, None, 0, Kind::Timeout, "t", 0).unwrap();
+        st.enable(t).unwrap();
+        let d = send(&mut st, 0, Some(t), 0, Kind::Disk, "log", 0).unwrap();
+        done(&mut st, 0, Some(t), json!({})).unwrap();
+        let p: Vec<EventId> = st.pending().iter().map(|e| e.id).collect();
+        assert_eq!(p, vec![d]);
+        assert_eq!(st.pending()[0].name, "disk:log");
+        assert_eq!(
+            st.snapshot().network.len(),
+            2,
+            "the held message is still in flight"
+        );
+        st.enable(d).unwrap();
+        assert_eq!(
+            st.poll(&PollRequest {
+                node: 0,
+                incarnation: 0,
+                after: 1,
+                wait_ms: None
+            })
+            .unwrap()[0]
+                .event
+                .name,
+            "log"
+        );
+        done(&mut st, 0, Some(d), json!({})).unwrap();
+        assert_eq!(
+            st.pending().iter().map(|e| e.id).collect::<Vec<_>>(),
+            vec![m]
+        );
+    }
+}

@@ -1,0 +1,55 @@
+//! flymc's machinery for real node processes, knowing no system by name.
+//!
+//! The [`eventserver`] speaks the hook protocol (hooks/PROTOCOL.md) with the hooks inside the
+//! nodes; [`RealTarget`] is the [`flymc_model::Target`] the executor drives over it; a
+//! [`cluster::Backend`] runs the node processes, as local processes ([`cluster::local`]) or
+//! Docker containers ([`cluster::docker`]). A system integrates by building a [`RealConfig`]
+//! (how to start node `i`) and choosing a backend from the user's [`RealOptions`].
+
+pub mod cluster;
+pub mod eventserver;
+mod target;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+pub use target::{ClientRequest, CommandFn, Launch, RealConfig, RealTarget};
+
+/// Where to run the nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Local processes on 127.0.0.x.
+    #[default]
+    Local,
+    /// Docker containers with host networking.
+    Docker,
+}
+
+impl BackendKind {
+    pub const NAMES: &'static str = "local, docker";
+
+    pub fn parse(s: &str) -> Option<BackendKind> {
+        match s {
+            "local" => Some(BackendKind::Local),
+            "docker" => Some(BackendKind::Docker),
+            _ => None,
+        }
+    }
+}
+
+/// What the user chose for real clusters, handed to every real system when it is built.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RealOptions {
+    pub backend: BackendKind,
+    /// Where the event server listens (default: 127.0.0.1 on a free port).
+    pub listen: Option<SocketAddr>,
+}
+
+/// A program on `PATH`.
+pub fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(program))
+            .find(|f| f.is_file())
+    })
+}

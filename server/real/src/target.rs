@@ -1,0 +1,408 @@
+//! [`RealTarget`]: the [`Target`] the executor drives when the system is real node processes.
+//!
+//! It starts an [`EventServer`] once (the first `start`), and for every run asks a cluster
+//! [`Backend`] for fresh node slots, launches each node's program with the `FLYMC_*`
+//! environment of the hook protocol, and then works entirely through the server: pending events
+//! are what hooks reported, `enable` queues an order at the event's node, `settle` waits until
+//! every node has reported done (quiescence; no sleeps), `crash` is SIGKILL, `reboot` starts the
+//! node again on its data directory as a new incarnation, `stop` kills everything.
+//!
+//! A system integrates by building a [`RealConfig`]: how to start node `i` (program, arguments,
+//! environment; it gets every node's slot), the workload's client requests, and how long a node
+//! may take to settle before that is a [`TargetError::Hang`].
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use flymc_model::{Event, EventId, GlobalState, NodeId, Target, TargetError, Workload};
+
+use crate::cluster::local::LocalBackend;
+use crate::cluster::{Backend, ExitListener, NodeCommand, NodeSlot};
+use crate::eventserver::protocol::{env, PROTOCOL_VERSION};
+use crate::eventserver::{EventServer, Unquiet};
+
+pub use crate::eventserver::ClientRequest;
+
+/// What [`RealConfig::command`] is given to build a node's command line.
+pub struct Launch<'a> {
+    pub node: NodeId,
+    /// 0 at the start of a run, then +1 per reboot.
+    pub incarnation: u32,
+    /// Every node's slot (address, data directory), in node order.
+    pub slots: &'a [NodeSlot],
+    pub workload: &'a Workload,
+}
+
+impl Launch<'_> {
+    pub fn slot(&self) -> &NodeSlot {
+        &self.slots[self.node]
+    }
+}
+
+pub type CommandFn = dyn Fn(&Launch) -> NodeCommand + Send + Sync;
+
+/// How to run one system's nodes under flymc.
+#[derive(Clone)]
+pub struct RealConfig {
+    /// For messages.
+    pub system: String,
+    /// The command line of node `launch.node`.
+    pub command: Arc<CommandFn>,
+    /// Client requests of the workload, pending from the start of every run.
+    pub clients: Vec<ClientRequest>,
+    /// How long a node may take to settle (start up, or process an enabled event) before it
+    /// is reported as a hang. Default 10 s, or `FLYMC_SETTLE_TIMEOUT_MS`.
+    pub settle_timeout: Duration,
+    /// Where the event server listens (default 127.0.0.1 on a free port).
+    pub bind: SocketAddr,
+    /// Tell the other live nodes of every crash and reboot (client events `crashed {node}` and
+    /// `rebooted {node}`), as their failure detector or a reconnecting peer would.
+    pub notices: bool,
+    /// A crash also loses the messages the node sent that flymc has not delivered yet (they
+    /// were still in its send buffers). Off: they are delivered later like any other.
+    pub crash_loses_outbound: bool,
+}
+
+impl RealConfig {
+    pub fn new(
+        system: &str,
+        command: impl Fn(&Launch) -> NodeCommand + Send + Sync + 'static,
+    ) -> RealConfig {
+        let settle_ms = std::env::var("FLYMC_SETTLE_TIMEOUT_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10_000);
+        RealConfig {
+            system: system.into(),
+            command: Arc::new(command),
+            clients: Vec::new(),
+            settle_timeout: Duration::from_millis(settle_ms),
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            notices: false,
+            crash_loses_outbound: false,
+        }
+    }
+
+    pub fn clients(mut self, clients: Vec<ClientRequest>) -> RealConfig {
+        self.clients = clients;
+        self
+    }
+
+    pub fn settle_timeout(mut self, t: Duration) -> RealConfig {
+        self.settle_timeout = t;
+        self
+    }
+
+    pub fn bind(mut self, addr: SocketAddr) -> RealConfig {
+        self.bind = addr;
+        self
+    }
+
+    /// The user's [`crate::RealOptions`] that concern every system alike (the listen address).
+    pub fn options(self, o: &crate::RealOptions) -> RealConfig {
+        match o.listen {
+            Some(addr) => self.bind(addr),
+            None => self,
+        }
+    }
+
+    pub fn notices(mut self, on: bool) -> RealConfig {
+        self.notices = on;
+        self
+    }
+
+    pub fn crash_loses_outbound(mut self, on: bool) -> RealConfig {
+        self.crash_loses_outbound = on;
+        self
+    }
+}
+
+/// A real cluster behind the event server, as a [`Target`].
+pub struct RealTarget {
+    cfg: RealConfig,
+    server: Option<Arc<EventServer>>,
+    backend: Box<dyn Backend>,
+    workload: Option<Workload>,
+    slots: Vec<NodeSlot>,
+    crashes: Vec<u32>,
+    reboots: Vec<u32>,
+    running: bool,
+    /// A hang `pending` (which cannot fail) ran into; reported by the next call that can.
+    deferred: Mutex<Option<TargetError>>,
+    /// The server's count of late events when this run began.
+    late_base: u64,
+}
+
+impl RealTarget {
+    /// Nodes as local processes.
+    pub fn new(cfg: RealConfig) -> RealTarget {
+        RealTarget::with_backend(cfg, Box::new(LocalBackend::new()))
+    }
+
+    pub fn with_backend(cfg: RealConfig, backend: Box<dyn Backend>) -> RealTarget {
+        RealTarget {
+            cfg,
+            server: None,
+            backend,
+            workload: None,
+            slots: Vec::new(),
+            crashes: Vec::new(),
+            reboots: Vec::new(),
+            running: false,
+            late_base: 0,
+            deferred: Mutex::new(None),
+        }
+    }
+
+    /// The event server (after the first `start`).
+    pub fn server(&self) -> Option<&EventServer> {
+        self.server.as_deref()
+    }
+
+    /// The current run's node slots.
+    pub fn slots(&self) -> &[NodeSlot] {
+        &self.slots
+    }
+
+    /// Process ids of the running nodes.
+    pub fn pids(&self) -> Vec<(NodeId, u32)> {
+        self.backend.pids()
+    }
+
+    fn server_or_start(&mut self) -> Result<Arc<EventServer>, TargetError> {
+        if self.server.is_none() {
+            let s = EventServer::start(self.cfg.bind).map_err(|e| {
+                TargetError::Other(format!(
+                    "cannot start the event server on {}: {e}; pick another address with --listen",
+                    self.cfg.bind
+                ))
+            })?;
+            self.server = Some(Arc::new(s));
+        }
+        Ok(self.server.clone().expect("just started"))
+    }
+
+    fn srv(&self) -> Result<&EventServer, TargetError> {
+        match (&self.server, self.running) {
+            (Some(s), true) => Ok(s),
+            _ => Err(TargetError::Other(format!(
+                "{}: the cluster is not started",
+                self.cfg.system
+            ))),
+        }
+    }
+
+    fn launch(&mut self, node: NodeId, incarnation: u32) -> Result<(), TargetError> {
+        let server = self.server_or_start()?;
+        let workload = self.workload.as_ref().expect("started with a workload");
+        let mut cmd = (self.cfg.command)(&Launch {
+            node,
+            incarnation,
+            slots: &self.slots,
+            workload,
+        });
+        let slot = &self.slots[node];
+        let peers: Vec<String> = self.slots.iter().map(|s| s.addr.to_string()).collect();
+        for (k, v) in [
+            (env::SERVER, server.addr().to_string()),
+            (env::TOKEN, server.token()),
+            (env::NODE, node.to_string()),
+            (env::NODES, self.slots.len().to_string()),
+            (env::INCARNATION, incarnation.to_string()),
+            (env::NODE_ADDR, slot.addr.to_string()),
+            (env::PEERS, peers.join(",")),
+            (env::DATA_DIR, slot.data_dir.display().to_string()),
+            (env::PROTOCOL, PROTOCOL_VERSION.to_string()),
+        ] {
+            cmd.env.push((k.to_string(), v));
+        }
+        let weak = Arc::downgrade(&server);
+        let run = server.run_id();
+        let on_exit: ExitListener = Arc::new(move |node, incarnation, how| {
+            if let Some(s) = weak.upgrade() {
+                s.node_exited(run, node, incarnation, how);
+            }
+        });
+        let slot = slot.clone();
+        self.backend
+            .launch(&slot, incarnation, &cmd, on_exit)
+            .map_err(|e| TargetError::Other(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Wait for quiescence.
+    fn quiet(&self) -> Result<(), TargetError> {
+        let server = self.srv()?;
+        let timeout = self.cfg.settle_timeout;
+        server
+            .wait_quiet(timeout)
+            .map_err(|(why, detail)| match why {
+                Unquiet::Busy(node) => {
+                    tracing::warn!("{}: node n{node} hangs: {detail}", self.cfg.system);
+                    TargetError::Hang {
+                        node,
+                        millis: timeout.as_millis() as u64,
+                    }
+                }
+                Unquiet::Exited(node, how) => {
+                    let log = &self.slots[node].log;
+                    let tail = std::fs::read_to_string(log)
+                        .ok()
+                        .and_then(|t| {
+                            t.lines()
+                                .rev()
+                                .find(|l| !l.trim().is_empty())
+                                .map(String::from)
+                        })
+                        .unwrap_or_default();
+                    TargetError::Other(format!(
+                    "{}: node n{node} exited unexpectedly ({how}); last line of its log {}: {tail}",
+                    self.cfg.system,
+                    log.display()
+                ))
+                }
+            })
+    }
+
+    fn take_deferred(&self) -> Result<(), TargetError> {
+        match self
+            .deferred
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn check_node(&self, node: NodeId) -> Result<(), TargetError> {
+        if node >= self.slots.len() {
+            return Err(TargetError::BadNode(node, "no such node".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Target for RealTarget {
+    fn start(&mut self, workload: &Workload) -> Result<(), TargetError> {
+        if self.running {
+            self.stop()?;
+        }
+        *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let n = workload.nodes;
+        if let Some(c) = self.cfg.clients.iter().find(|c| c.to >= n) {
+            return Err(TargetError::Workload(format!(
+                "client request `{}` goes to node {}, but the workload has nodes 0..{}",
+                c.name,
+                c.to,
+                n - 1
+            )));
+        }
+        let server = self.server_or_start()?;
+        self.slots = self
+            .backend
+            .prepare(n)
+            .map_err(|e| TargetError::Other(e.to_string()))?;
+        self.workload = Some(workload.clone());
+        self.crashes = vec![0; n];
+        self.reboots = vec![0; n];
+        server.begin_run(n, &self.cfg.clients);
+        self.late_base = server.stats().late_events;
+        self.running = true;
+        for node in 0..n {
+            self.launch(node, 0)?;
+        }
+        self.quiet()
+    }
+
+    fn late_reports(&self) -> u64 {
+        self.server
+            .as_ref()
+            .map_or(0, |s| s.stats().late_events.saturating_sub(self.late_base))
+    }
+
+    fn pending(&self) -> Vec<Event> {
+        let Ok(server) = self.srv() else {
+            return Vec::new();
+        };
+        if let Err(e) = self.quiet() {
+            let mut d = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+            d.get_or_insert(e);
+        }
+        server.pending()
+    }
+
+    fn enable(&mut self, id: EventId) -> Result<(), TargetError> {
+        self.take_deferred()?;
+        if self.srv()?.enable(id) {
+            Ok(())
+        } else {
+            Err(TargetError::NotPending(id))
+        }
+    }
+
+    fn settle(&mut self) -> Result<GlobalState, TargetError> {
+        self.take_deferred()?;
+        self.quiet()?;
+        Ok(self.srv()?.snapshot())
+    }
+
+    fn crash(&mut self, node: NodeId) -> Result<(), TargetError> {
+        self.take_deferred()?;
+        self.check_node(node)?;
+        let server = self.srv()?;
+        if !server.alive(node) {
+            return Err(TargetError::BadNode(node, "crash needs a live node".into()));
+        }
+        server.crash(node, self.crashes[node]);
+        if self.cfg.crash_loses_outbound {
+            server.lose_outbound(node);
+        }
+        if self.cfg.notices {
+            server.notice(EventId::crash(node, self.crashes[node]), "crashed", node);
+        }
+        self.crashes[node] += 1;
+        self.backend
+            .kill(node)
+            .map_err(|e| TargetError::Other(e.to_string()))
+    }
+
+    fn reboot(&mut self, node: NodeId) -> Result<(), TargetError> {
+        self.take_deferred()?;
+        self.check_node(node)?;
+        let server = self.srv()?;
+        if server.alive(node) {
+            return Err(TargetError::BadNode(
+                node,
+                "reboot needs a crashed node".into(),
+            ));
+        }
+        let incarnation = server.reboot(node, self.reboots[node]);
+        if self.cfg.notices {
+            server.notice(EventId::reboot(node, self.reboots[node]), "rebooted", node);
+        }
+        self.reboots[node] += 1;
+        self.launch(node, incarnation)
+    }
+
+    fn stop(&mut self) -> Result<(), TargetError> {
+        if let Some(s) = &self.server {
+            s.end_run();
+        }
+        self.running = false;
+        let stopped = self
+            .backend
+            .stop()
+            .map_err(|e| TargetError::Other(e.to_string()));
+        self.take_deferred()?;
+        stopped
+    }
+}
+
+impl Drop for RealTarget {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}

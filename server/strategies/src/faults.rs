@@ -1,0 +1,163 @@
+//! Fault-placement search: where crashes and reboots strike, with everything else in the
+//! default order.
+//!
+//! Crash-recovery bugs (a node that persisted half of a change, a node that comes back to a
+//! cluster that moved on) hide in *where* faults strike more than in how messages interleave.
+//! This strategy keeps the network in its default order (the FIFO tail: a prompt network, quiet
+//! clients and timers) and branches only on crashes and reboots, like crash-point injectors
+//! (CrashTuner, FCatch) but exhaustively over the workload's fault budget.
+//!
+//! A fault is tried at a step only if it has not been tried in that step's *fault state*: each
+//! node's fault-relevant variables ([`System::fault_vars`]: what survives a crash and the roles;
+//! all variables when the system names none), whether it is up, and the budgets spent. In-flight
+//! messages and volatile variables are left out on purpose: that keeps the number of placements
+//! small enough for real clusters, and it is also why this is a bug-finding search, not a proof:
+//! two moments in the same fault state can differ in what is in flight.
+//!
+//! Paths run in order of how many faults they place (breadth-first), so a bug is first found
+//! with the fewest faults it needs.
+//!
+//! [`System::fault_vars`]: flymc_model::System::fault_vars
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+
+use flymc_model::{stable_hash, EventId, GlobalState};
+use serde_json::{json, Map, Value};
+
+use super::dfs::spent_after;
+use super::{Strategy, StrategyStats};
+use flymc_core::executor::{Plan, Run};
+
+pub struct Faults {
+    vars: Option<Vec<String>>,
+    /// Waiting paths (their prefixes) by the number of faults they place.
+    levels: BTreeMap<u32, VecDeque<Vec<EventId>>>,
+    /// (fault state, fault) pairs already tried or queued.
+    tried: HashSet<(u64, u64)>,
+    current_prefix: usize,
+    /// Faults placed by the paths handed out last (for the log).
+    level: u32,
+    started: bool,
+    generated: u64,
+    pruned: u64,
+}
+
+impl Faults {
+    pub fn new(vars: Option<&[&str]>) -> Self {
+        Faults {
+            vars: vars.map(|v| v.iter().map(|s| s.to_string()).collect()),
+            levels: BTreeMap::new(),
+            tried: HashSet::new(),
+            current_prefix: 0,
+            level: 0,
+            started: false,
+            generated: 0,
+            pruned: 0,
+        }
+    }
+
+    /// The fault state of `s` with `spent` (crashes, reboots) used.
+    fn fault_state(&self, s: &GlobalState, spent: (u32, u32)) -> u64 {
+        let nodes: Vec<Value> = s
+            .nodes
+            .iter()
+            .map(|n| {
+                let vars: Map<String, Value> = match &self.vars {
+                    Some(names) => names
+                        .iter()
+                        .filter_map(|k| n.vars.get(k).map(|v| (k.clone(), v.clone())))
+                        .collect(),
+                    None => n.vars.clone(),
+                };
+                json!([n.alive, vars])
+            })
+            .collect();
+        stable_hash(
+            json!([nodes, s.env, [spent.0, spent.1]])
+                .to_string()
+                .as_bytes(),
+        )
+    }
+}
+
+impl Strategy for Faults {
+    fn name(&self) -> &'static str {
+        "faults"
+    }
+
+    fn next_plan(&mut self) -> Option<Plan> {
+        let prefix = if !self.started {
+            self.started = true;
+            Vec::new()
+        } else {
+            let mut level = self.levels.first_entry()?;
+            let faults = *level.key();
+            let prefix = level.get_mut().pop_front().expect("levels are never empty");
+            if level.get().is_empty() {
+                level.remove();
+            }
+            if faults != self.level {
+                self.level = faults;
+                tracing::info!(
+                    faults,
+                    waiting = self.queue_len() + 1,
+                    tried = self.tried.len(),
+                    "faults: now placing {faults} faults"
+                );
+            }
+            prefix
+        };
+        self.current_prefix = prefix.len();
+        Some(Plan::fifo(prefix))
+    }
+
+    fn observe(&mut self, run: &Run) {
+        let ids = run.event_ids();
+        let n = run.steps.len();
+        let spent = spent_after(run, n);
+        // Placements before the plan's own fault were offered by the runs that led here.
+        for i in self.current_prefix.min(n)..=n {
+            let key = self.fault_state(&run.states[i], spent[i]);
+            let alts = match run.steps.get(i) {
+                Some(step) => &step.enabled,
+                // After a quiescent end only faults are left; they are placements too.
+                None => &run.final_enabled,
+            };
+            // From the plan's fault on the run follows the default order, which never picks a
+            // fault: every fault enabled here is an alternative.
+            for alt in alts.iter().filter(|a| a.event.is_fault()) {
+                let fault = stable_hash(alt.event.describe().as_bytes());
+                if !self.tried.insert((key, fault)) {
+                    self.pruned += 1;
+                    continue;
+                }
+                let mut prefix = ids[..i].to_vec();
+                prefix.push(alt.event.id);
+                self.generated += 1;
+                self.levels
+                    .entry(spent[i].0 + spent[i].1 + 1)
+                    .or_default()
+                    .push_back(prefix);
+            }
+        }
+    }
+
+    fn queue_len(&self) -> usize {
+        self.levels.values().map(VecDeque::len).sum()
+    }
+
+    fn exhaustion(&self) -> &'static str {
+        "every fault placement was tried in every fault state reached (messages in the default order only)"
+    }
+
+    fn stats(&self) -> StrategyStats {
+        StrategyStats {
+            generated: self.generated,
+            pruned: vec![(
+                "fault already tried in that fault state".into(),
+                self.pruned,
+            )],
+            ..Default::default()
+        }
+    }
+}

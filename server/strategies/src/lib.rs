@@ -1,0 +1,89 @@
+//! Strategies turn explored paths into new paths to explore, one file each.
+//!
+//! All strategies share the executor, so every comparison is like for like. A strategy hands out
+//! [`Plan`]s and is told what each run did; it never touches the target.
+
+mod bdpor;
+mod brdpor;
+mod dfs;
+pub mod dpor;
+mod faults;
+pub mod flymc;
+mod mdpor;
+mod random;
+mod rdpor;
+mod samc;
+pub mod sleep;
+
+use flymc_model::sets::SetsFile;
+use flymc_model::{Symmetry, Workload};
+
+pub use flymc_core::strategy::{Strategy, StrategyStats};
+
+/// What a strategy can consult when it is built.
+pub struct StrategyContext<'a> {
+    pub workload: &'a Workload,
+    pub symmetry: Symmetry,
+    pub seed: u64,
+    /// Depth bound for the bounded strategies (`bdpor`, `brdpor`).
+    pub bound: usize,
+    /// `dfs` over the tree of interleavings (the paper's naive baseline) instead of over states;
+    /// forced on for systems whose reported node states are partial (`states_are_complete`).
+    pub stateless_dfs: bool,
+    /// The system's sets file, for `samc` and `flymc`.
+    pub sets: Option<SetsFile>,
+    /// Which FlyMC algorithms are on.
+    pub flymc: FlymcOptions,
+    /// The system's [`flymc_model::System::fault_vars`], for `faults`.
+    pub fault_vars: Option<&'static [&'static str]>,
+}
+
+pub use flymc::FlymcOptions;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("unknown strategy `{0}`; valid strategies: {valid}", valid = NAMES.join(", "))]
+    Unknown(String),
+    #[error("strategy `{0}` needs a sets file, and this system ships none; pass --sets FILE (see `flymc analyze`)")]
+    NeedsSets(String),
+}
+
+/// The strategies, by command-line name.
+pub const NAMES: &[&str] = &[
+    "dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor", "samc", "flymc", "faults",
+];
+
+/// The strategies `flymc bench` compares: the paper's baselines and flymc. (`faults` explores
+/// fault placements only, so its path counts and exhaustion answer a different question.)
+pub const COMPARED: &[&str] = &[
+    "dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor", "samc", "flymc",
+];
+
+/// Build a strategy by name.
+pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, BuildError> {
+    let sets = || {
+        ctx.sets
+            .clone()
+            .ok_or_else(|| BuildError::NeedsSets(name.into()))
+    };
+    Ok(match name {
+        "dfs" => Box::new(dfs::Dfs::new(ctx.stateless_dfs)),
+        "random" => Box::new(random::RandomWalk::new(ctx.seed)),
+        "mdpor" => Box::new(mdpor::new(ctx)),
+        "bdpor" => Box::new(bdpor::new(ctx)),
+        "rdpor" => Box::new(rdpor::new(ctx)),
+        "brdpor" => Box::new(brdpor::new(ctx)),
+        "samc" => Box::new(samc::new(sets()?, ctx.symmetry.clone(), ctx.seed)),
+        "flymc" => Box::new(flymc::Flymc::new(sets()?, ctx.symmetry.clone(), ctx.flymc)),
+        "faults" => Box::new(faults::Faults::new(ctx.fault_vars)),
+        _ => return Err(BuildError::Unknown(name.into())),
+    })
+}
+
+/// Are all strategies of this name random (to be averaged over seeds in benchmarks)?
+pub fn is_randomized(name: &str) -> bool {
+    matches!(name, "random" | "rdpor" | "brdpor")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,319 @@
+//! Hand-counted path numbers on the tiny system.
+
+use super::*;
+use flymc_core::explore::{explore, ExploreConfig};
+use flymc_core::testkit::{workload, TinySystem};
+
+fn count(strategy: &str, w: &flymc_model::Workload) -> (u64, bool, Option<String>) {
+    // "dfs" is the stateful DFS; "tree" the stateless one.
+    let (strategy, stateless_dfs) = match strategy {
+        "tree" => ("dfs", true),
+        s => (s, false),
+    };
+    let ctx = StrategyContext {
+        workload: w,
+        symmetry: Symmetry::none(),
+        seed: 1,
+        bound: 25,
+        stateless_dfs,
+        sets: None,
+        flymc: FlymcOptions::default(),
+        fault_vars: None,
+    };
+    let mut s = build(strategy, &ctx).unwrap();
+    let cfg = ExploreConfig {
+        max_paths: Some(1000),
+        check_determinism: true,
+        ..Default::default()
+    };
+    let out = explore(&TinySystem, w, s.as_mut(), &cfg, &mut |_| {}).unwrap();
+    let v = out.violation.map(|(_, r)| r.violation.unwrap().property);
+    (out.paths, out.exhausted, v)
+}
+
+#[test]
+fn stateless_dfs_runs_every_interleaving_once() {
+    // Three concurrent requests: 3! orders.
+    let w = workload(2, "[[0, -1], [1, -1], [1, -1]]", "");
+    assert_eq!(count("tree", &w), (6, true, None));
+}
+
+#[test]
+fn stateless_dfs_branches_on_crashes_including_after_the_last_message() {
+    // a, b to n0 with one crash of n0 allowed: [a b], [a b crash], [a crash], [b a],
+    // [b a crash], [b crash], [crash] = 7.
+    let w = workload(1, "[[0, -1], [0, -1]]", "[faults]\ncrashes = 1");
+    assert_eq!(count("tree", &w), (7, true, None));
+}
+
+#[test]
+fn dfs_expands_each_state_once() {
+    // a to n0; b and c to n1 are the same request. A state is the counters plus what is in
+    // flight. Run [a b c] expands {}, {a}, {ab}. Branch [a c] is known to lead where [a b]
+    // led (c is b's twin): pruned without a run. [b a c] expands {b}, then meets {ab};
+    // [b c a] expands {bb}; [c] leads from {} to {b}, expanded: pruned. 3 runs, not 6.
+    let w = workload(2, "[[0, -1], [1, -1], [1, -1]]", "");
+    assert_eq!(count("dfs", &w), (3, true, None));
+    // With a crash budget the spent budget tells states apart that counters alone would not.
+    let w = workload(1, "[[0, -1], [0, -1]]", "[faults]\ncrashes = 1");
+    let (paths, exhausted, _) = count("dfs", &w);
+    assert!(exhausted);
+    assert!(
+        paths < 7,
+        "state caching must save runs over the 7 interleavings"
+    );
+}
+
+#[test]
+fn mdpor_only_reorders_events_at_the_same_node() {
+    // The request at n0 is independent of both at n1; the two at n1 race: 2 paths.
+    let w = workload(2, "[[0, -1], [1, -1], [1, -1]]", "");
+    assert_eq!(count("mdpor", &w), (2, true, None));
+    // c0 forwards to n1 where it races with c1: orders (c0 c1 fwd) and (c0 fwd c1).
+    let w = workload(2, "[[0, 1], [1, -1]]", "");
+    assert_eq!(count("mdpor", &w), (2, true, None));
+    assert_eq!(count("tree", &w), (3, true, None));
+}
+
+#[test]
+fn bounded_dpor_does_not_reorder_beyond_its_bound() {
+    let w = workload(2, "[[0, -1], [1, -1], [1, -1]]", "");
+    let ctx = StrategyContext {
+        workload: &w,
+        symmetry: Symmetry::none(),
+        seed: 1,
+        bound: 0,
+        stateless_dfs: false,
+        sets: None,
+        flymc: FlymcOptions::default(),
+        fault_vars: None,
+    };
+    let mut s = build("bdpor", &ctx).unwrap();
+    let out = explore(
+        &TinySystem,
+        &w,
+        s.as_mut(),
+        &ExploreConfig::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!((out.paths, out.exhausted), (1, true));
+}
+
+#[test]
+fn violations_are_found_and_stop_the_search() {
+    // n1 reaches 2 on every path, so the first path violates.
+    let w = workload(2, "[[0, 1], [1, -1]]", "[params.x]\n");
+    let mut w = w;
+    w.params.insert("limit".into(), 2.into());
+    for s in NAMES.iter().filter(|s| !matches!(**s, "samc" | "flymc")) {
+        let (paths, _, v) = count(s, &w);
+        assert_eq!((paths, v.as_deref()), (1, Some("counter-below")), "{s}");
+    }
+}
+
+#[test]
+fn random_walks_are_seeded() {
+    let w = workload(3, "[[0, 1], [1, 2], [2, 0]]", "[faults]\ncrashes = 1");
+    let ctx = StrategyContext {
+        workload: &w,
+        symmetry: Symmetry::none(),
+        seed: 7,
+        bound: 25,
+        stateless_dfs: false,
+        sets: None,
+        flymc: FlymcOptions::default(),
+        fault_vars: None,
+    };
+    let walk = |ctx: &StrategyContext| {
+        let mut s = build("random", ctx).unwrap();
+        (0..5).map(|_| s.next_plan().unwrap()).collect::<Vec<_>>()
+    };
+    assert_eq!(walk(&ctx), walk(&ctx));
+}
+
+const TINY_SETS: &str = r#"{
+  "format": "flymc-sets", "version": 1, "system": "tiny",
+  "node_vars": ["count"],
+  "messages": {
+    "req": {"fields": ["forward"], "entries": [{"read": [], "update": ["count"], "increments": ["count"]}]},
+    "fwd": {"entries": [{"update": ["count"], "increments": ["count"]}]}
+  },
+  "crash": [{"update": ["count"]}]
+}"#;
+
+fn with_sets(
+    strategy: &str,
+    w: &flymc_model::Workload,
+    sets: &str,
+    flymc: FlymcOptions,
+) -> flymc_core::explore::Outcome {
+    let known = flymc_model::sets::Known::default();
+    let sets = flymc_model::sets::SetsFile::parse("tiny.json", sets, &known).unwrap();
+    let ctx = StrategyContext {
+        workload: w,
+        symmetry: Symmetry::all(w.nodes),
+        seed: 1,
+        bound: 25,
+        stateless_dfs: false,
+        sets: Some(sets),
+        flymc,
+        fault_vars: None,
+    };
+    let mut s = build(strategy, &ctx).unwrap();
+    let cfg = ExploreConfig {
+        max_paths: Some(1000),
+        check_determinism: true,
+        ..Default::default()
+    };
+    explore(&TinySystem, w, s.as_mut(), &cfg, &mut |_| {}).unwrap()
+}
+
+#[test]
+fn increments_commute_for_flymc_and_samc() {
+    let w = workload(2, "[[0, -1], [1, -1], [1, -1]]", "");
+    let all = FlymcOptions::default();
+    assert_eq!(with_sets("flymc", &w, TINY_SETS, all).paths, 1);
+    assert_eq!(with_sets("samc", &w, TINY_SETS, all).paths, 1);
+    // Without independence (and without symmetry, which would see the identical requests at n1
+    // as mirrored transitions) the two requests at n1 race.
+    let no_indep = FlymcOptions {
+        independence: false,
+        symmetry: false,
+        ..all
+    };
+    assert_eq!(with_sets("flymc", &w, TINY_SETS, no_indep).paths, 2);
+}
+
+#[test]
+fn parallel_flips_reorder_at_every_node_at_once() {
+    // Two conflicting requests at each of two nodes.
+    let sets = TINY_SETS.replace("\"increments\": [\"count\"]", "\"increments\": []");
+    let w = workload(2, "[[0, -1], [0, -1], [1, -1], [1, -1]]", "");
+    let opts = FlymcOptions {
+        symmetry: false,
+        ..FlymcOptions::default()
+    };
+    let out = with_sets("flymc", &w, &sets, opts);
+    assert!(out.exhausted);
+    assert!(out.stats.deprioritized > 0);
+    // Without parallel flips it is plain DPOR over the two races: 4 orders.
+    let single = with_sets(
+        "flymc",
+        &w,
+        &sets,
+        FlymcOptions {
+            parallel_flips: false,
+            ..opts
+        },
+    );
+    assert_eq!((single.paths, single.exhausted), (4, true));
+    assert_eq!(out.unique_states, single.unique_states);
+}
+
+#[test]
+fn symmetry_prunes_mirrored_transitions() {
+    // One conflicting request at each of three symmetric nodes... and a mirror: requests at n0
+    // and n1 make states that are renamings of each other.
+    let sets = TINY_SETS.replace("\"increments\": [\"count\"]", "\"increments\": []");
+    let w = workload(2, "[[0, -1], [0, -1], [1, -1], [1, -1]]", "");
+    let base = FlymcOptions {
+        parallel_flips: false,
+        ..FlymcOptions::default()
+    };
+    let sym = with_sets("flymc", &w, &sets, base);
+    let nosym = with_sets(
+        "flymc",
+        &w,
+        &sets,
+        FlymcOptions {
+            symmetry: false,
+            ..base
+        },
+    );
+    assert!(sym.paths < nosym.paths, "{} vs {}", sym.paths, nosym.paths);
+    assert!(sym
+        .stats
+        .pruned
+        .iter()
+        .any(|(k, n)| k == "symmetry" && *n > 0));
+}
+
+fn faults_runs(w: &flymc_model::Workload) -> (flymc_core::explore::Outcome, Vec<Vec<String>>) {
+    let ctx = StrategyContext {
+        workload: w,
+        symmetry: Symmetry::none(),
+        seed: 1,
+        bound: 25,
+        stateless_dfs: false,
+        sets: None,
+        flymc: FlymcOptions::default(),
+        fault_vars: None,
+    };
+    let mut s = build("faults", &ctx).unwrap();
+    let cfg = ExploreConfig {
+        max_paths: Some(1000),
+        check_determinism: true,
+        ..Default::default()
+    };
+    let mut runs = Vec::new();
+    let out = flymc_core::explore::explore_with(
+        &TinySystem,
+        w,
+        s.as_mut(),
+        &cfg,
+        &mut |_| {},
+        &mut |r| runs.push(r.events().map(|e| e.describe()).collect()),
+    )
+    .unwrap();
+    (out, runs)
+}
+
+#[test]
+fn faults_tries_each_fault_once_per_fault_state() {
+    // Two requests at n0, one crash and one reboot. The default run offers a crash before,
+    // between and after the requests: 3 paths. Each leaves n0 down at count 0 with one crash
+    // spent, so the reboot is tried from that fault state once, not three times: 5 paths.
+    let w = workload(
+        1,
+        "[[0, -1], [0, -1]]",
+        "[faults]\ncrashes = 1\nreboots = 1",
+    );
+    let (out, runs) = faults_runs(&w);
+    assert_eq!((out.paths, out.exhausted), (5, true), "{runs:#?}");
+    assert!(
+        out.stats.pruned.iter().any(|(_, n)| *n == 2),
+        "{:?}",
+        out.stats
+    );
+    // Breadth-first: every one-fault path runs before the two-fault one.
+    let faults = |r: &Vec<String>| {
+        r.iter()
+            .filter(|d| d.starts_with("crash") || d.starts_with("reboot"))
+            .count()
+    };
+    let counts: Vec<usize> = runs.iter().map(faults).collect();
+    assert_eq!(counts, [0, 1, 1, 1, 2]);
+}
+
+#[test]
+fn faults_keeps_the_default_order_of_everything_but_faults() {
+    // c0 forwards to n1, where it races with c1: the default order is c0, fwd, c1, and
+    // reordering strategies also try c1 before fwd. `faults` only places the crash.
+    let w = workload(2, "[[0, 1], [1, -1]]", "[faults]\ncrashes = 1");
+    let (out, runs) = faults_runs(&w);
+    assert!(out.exhausted);
+    let default: Vec<&String> = runs[0].iter().collect();
+    for r in &runs {
+        let mut rest = default.iter();
+        for e in r.iter().filter(|d| !d.starts_with("crash")) {
+            assert!(
+                rest.any(|d| *d == e),
+                "{e} out of the default order in {r:?}"
+            );
+        }
+    }
+    // A crash of n0 or n1 before, between and after the three events, minus the placements
+    // that meet a fault state already tried: fewer runs than stateful DFS, which also reorders.
+    assert!(out.paths < count("dfs", &w).0, "{}", out.paths);
+}
