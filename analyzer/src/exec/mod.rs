@@ -38,7 +38,7 @@ mod stmts;
 mod values;
 mod vars;
 
-pub use regions::{annotated_catches, child_block, find_catches, find_sites, Step};
+pub use regions::{annotated_catches, find_catches, find_sites, Step};
 use state::Frame;
 pub use state::{Sets, St, Status};
 pub use values::{Obj, Src, Val};

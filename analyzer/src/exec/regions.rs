@@ -32,7 +32,7 @@ impl<'a> Exec<'a> {
             }
             Some(Step::Into(i, c)) => {
                 let s = &b.stmts[*i];
-                let inner_block = child_block(s, *c).expect("a valid region path");
+                let inner_block = s.child_block(*c).expect("a valid region path");
                 let inner = self.run_from(inner_block, &steps[1..], states);
                 let after: Vec<St> = match &s.kind {
                     StmtKind::Loop { label, .. } | StmtKind::ForEach { label, .. } => inner
@@ -116,99 +116,63 @@ impl<'a> Exec<'a> {
     }
 }
 
-/// The sub-block `c` of a statement (see `Step::Into`).
-pub fn child_block(s: &Stmt, c: usize) -> Option<&Block> {
-    match &s.kind {
-        StmtKind::If { then, els, .. } => match c {
-            0 => Some(then),
-            1 => els.as_ref(),
-            _ => None,
-        },
-        StmtKind::Loop { body, .. } | StmtKind::ForEach { body, .. } if c == 0 => Some(body),
-        StmtKind::Match { arms, .. } => arms.get(c).map(|a| &a.body),
-        StmtKind::Try {
-            body,
-            catches,
-            finally,
-        } => {
-            if c == 0 {
-                Some(body)
-            } else if c <= catches.len() {
-                Some(&catches[c - 1].body)
-            } else if c == catches.len() + 1 {
-                finally.as_ref()
-            } else {
-                None
-            }
-        }
-        StmtKind::Block(b) if c == 0 => Some(b),
-        StmtKind::Local { els: Some(b), .. } if c == 0 => Some(b),
-        _ => None,
-    }
-}
-
 /// Every statement in `b` satisfying `pred`, as the steps leading to the point right after it.
 pub fn find_sites(b: &Block, pred: &dyn Fn(&Stmt) -> bool) -> Vec<Vec<Step>> {
-    let mut out = Vec::new();
-    for (i, s) in b.stmts.iter().enumerate() {
+    paths(b, &|i, s| {
         if pred(s) {
-            out.push(vec![Step::After(i)]);
-            continue;
+            // A site's own nested blocks are not searched: the path resumes after it.
+            (vec![vec![Step::After(i)]], false)
+        } else {
+            (vec![], true)
         }
-        let mut c = 0;
-        while let Some(child) = child_block(s, c) {
-            for mut p in find_sites(child, pred) {
-                p.insert(0, Step::Into(i, c));
-                out.push(p);
-            }
-            c += 1;
-        }
-        // an If without else has child 1 = None but nothing after; Try numbering is dense
-    }
-    out
+    })
 }
 
 /// Paths to the start of every catch clause catching `ty` (all catches when `None`).
 pub fn find_catches(b: &Block, ty: Option<&str>) -> Vec<Vec<Step>> {
-    let mut out = Vec::new();
-    for (i, s) in b.stmts.iter().enumerate() {
-        if let StmtKind::Try { catches, .. } = &s.kind {
-            for (k, c) in catches.iter().enumerate() {
-                if ty.is_none_or(|t| c.types.iter().any(|x| x == t)) {
-                    out.push(vec![Step::Into(i, k + 1), Step::Begin]);
-                }
-            }
-        }
-        let mut c = 0;
-        while let Some(child) = child_block(s, c) {
-            for mut p in find_catches(child, ty) {
-                p.insert(0, Step::Into(i, c));
-                out.push(p);
-            }
-            c += 1;
-        }
-    }
-    out
+    catch_paths(b, &|c| ty.is_none_or(|t| c.types.iter().any(|x| x == t)))
 }
 
 /// Catch clauses annotated `@FlyMCCrashHandling` in a method (for in-source annotations).
 pub fn annotated_catches(b: &Block) -> Vec<Vec<Step>> {
-    let mut out = Vec::new();
-    for (i, s) in b.stmts.iter().enumerate() {
+    catch_paths(b, &|c| {
+        c.annots.iter().any(|a| a.name == "FlyMCCrashHandling")
+    })
+}
+
+fn catch_paths(b: &Block, pred: &dyn Fn(&Catch) -> bool) -> Vec<Vec<Step>> {
+    paths(b, &|i, s| {
+        let mut found = Vec::new();
         if let StmtKind::Try { catches, .. } = &s.kind {
             for (k, c) in catches.iter().enumerate() {
-                if c.annots.iter().any(|a| a.name == "FlyMCCrashHandling") {
-                    out.push(vec![Step::Into(i, k + 1), Step::Begin]);
+                if pred(c) {
+                    found.push(vec![Step::Into(i, k + 1), Step::Begin]);
                 }
             }
         }
-        let mut c = 0;
-        while let Some(child) = child_block(s, c) {
-            for mut p in annotated_catches(child) {
-                p.insert(0, Step::Into(i, c));
-                out.push(p);
+        (found, true)
+    })
+}
+
+/// The region paths `here` finds at any depth of `b`. For statement `i`, `here` returns the
+/// paths it finds in the statement itself (starting from `b`) and whether to search the
+/// statement's blocks too. Only [`Child::Block`]s are searched: a region path can only enter
+/// a block (`Step::Into`), never a loop's init statements.
+fn paths(b: &Block, here: &dyn Fn(usize, &Stmt) -> (Vec<Vec<Step>>, bool)) -> Vec<Vec<Step>> {
+    let mut out = Vec::new();
+    for (i, s) in b.stmts.iter().enumerate() {
+        let (found, deeper) = here(i, s);
+        out.extend(found);
+        if !deeper {
+            continue;
+        }
+        for child in s.children() {
+            if let Child::Block(c, child) = child {
+                for mut p in paths(child, here) {
+                    p.insert(0, Step::Into(i, c));
+                    out.push(p);
+                }
             }
-            c += 1;
         }
     }
     out

@@ -509,6 +509,12 @@ impl<'a> Exec<'a> {
     }
 }
 
+/// The locals a loop body may assign (their values are forgotten before the second pass).
+///
+/// It looks only at local declarations, expression statements and `if` conditions, not at
+/// every expression `Stmt::exprs` offers (a `while` condition, a `return`): assignments there
+/// are not counted today, and counting them would forget more values and change the analysis'
+/// output, which this walker keeps as it is.
 pub(super) fn assigned_names(b: &Block) -> BTreeSet<String> {
     fn expr(e: &Expr, out: &mut BTreeSet<String>) {
         match e {
@@ -556,11 +562,11 @@ pub(super) fn assigned_names(b: &Block) -> BTreeSet<String> {
             StmtKind::If { cond, .. } => expr(cond, out),
             _ => {}
         }
-        crate::spec::for_children(s, &mut |b| {
-            for s in b {
+        for c in s.children() {
+            for s in c.stmts() {
                 stmt(s, out);
             }
-        });
+        }
     }
     let mut out = BTreeSet::new();
     for s in &b.stmts {
