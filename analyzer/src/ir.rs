@@ -463,3 +463,87 @@ pub fn stmt_contains_call(stmt: &Stmt, name: &str) -> bool {
     }
     in_stmt(stmt, name)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stmt(kind: StmtKind) -> Stmt {
+        Stmt {
+            id: 0,
+            line: 1,
+            kind,
+        }
+    }
+
+    fn block(n: usize) -> Block {
+        Block::new((0..n).map(|_| stmt(StmtKind::Break(None))).collect())
+    }
+
+    fn numbers(s: &Stmt) -> Vec<(Option<usize>, usize)> {
+        s.children()
+            .iter()
+            .map(|c| match c {
+                Child::Block(i, b) => (Some(*i), b.stmts.len()),
+                Child::Init(s) => (None, s.len()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn children_are_numbered_as_region_paths_enter_them() {
+        let catch = |n| Catch {
+            types: vec![],
+            var: "e".into(),
+            body: block(n),
+            annots: vec![],
+            line: 1,
+        };
+        let t = stmt(StmtKind::Try {
+            body: block(1),
+            catches: vec![catch(2), catch(3)],
+            finally: Some(block(4)),
+        });
+        assert_eq!(
+            numbers(&t),
+            [(Some(0), 1), (Some(1), 2), (Some(2), 3), (Some(3), 4)]
+        );
+        assert_eq!(t.child_block(3).map(|b| b.stmts.len()), Some(4));
+        assert!(t.child_block(4).is_none());
+        let l = stmt(StmtKind::Loop {
+            label: None,
+            init: vec![stmt(StmtKind::Continue(None))],
+            cond: Some(Expr::Lit(Lit::Bool(true))),
+            update: vec![Expr::Name("i".into())],
+            body: block(2),
+        });
+        // The init statements are a child, but not a block a region path can enter.
+        assert_eq!(numbers(&l), [(None, 1), (Some(0), 2)]);
+        assert_eq!(l.exprs().len(), 2);
+        let i = stmt(StmtKind::If {
+            cond: Expr::Name("c".into()),
+            then: block(1),
+            els: None,
+        });
+        assert_eq!(numbers(&i), [(Some(0), 1)]);
+    }
+
+    #[test]
+    fn a_call_is_found_in_nested_blocks_and_expressions() {
+        let call = |n: &str| Expr::Call {
+            recv: None,
+            name: n.into(),
+            args: vec![],
+            line: 1,
+        };
+        let mut body = block(0);
+        body.tail = Some(Box::new(call("inner")));
+        let s = stmt(StmtKind::If {
+            cond: call("cond"),
+            then: body,
+            els: None,
+        });
+        assert!(stmt_contains_call(&s, "cond") && stmt_contains_call(&s, "inner"));
+        assert!(!stmt_contains_call(&s, "other"));
+    }
+}

@@ -795,3 +795,42 @@ pub(super) fn last_name(e: &Expr) -> Option<String> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{java, start, NODE};
+    use super::*;
+
+    #[test]
+    fn a_call_resolves_to_the_method_and_is_inlined() {
+        let (prog, spec) = java(NODE);
+        let ex = Exec::new(&prog, &spec);
+        assert_eq!(
+            ex.find_method("Node", "twice", 1).map(|m| &m.name[..]),
+            Some("twice")
+        );
+        assert!(ex.find_method("Node", "twice", 2).is_none());
+        let (m, st) = start(&ex, "onVote");
+        let out = ex.block(m.body.as_ref().unwrap(), vec![st]);
+        assert_eq!(out.len(), 1);
+        // `bump()` increments `votes`: an update that is an increment only.
+        assert_eq!(out[0].sets.update, ["votes".to_string()].into());
+        assert_eq!(out[0].sets.increments(), ["votes".to_string()].into());
+    }
+
+    #[test]
+    fn an_inlined_call_returns_its_value() {
+        let (prog, spec) = java(NODE);
+        let ex = Exec::new(&prog, &spec);
+        let (_, st) = start(&ex, "onMsg");
+        let e = Expr::Call {
+            recv: None,
+            name: "twice".into(),
+            args: vec![Expr::Lit(Lit::Int(3))],
+            line: 1,
+        };
+        let vals: Vec<Option<Sym>> = ex.eval(&e, st).into_iter().map(|(_, v)| v.sym).collect();
+        assert_eq!(vals.len(), 1);
+        assert_eq!(vals, [Some(Sym::Int(6))]);
+    }
+}

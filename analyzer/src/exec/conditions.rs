@@ -146,3 +146,27 @@ impl<'a> Exec<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{java, start, NODE};
+    use super::*;
+    use crate::sym::guard_text;
+
+    #[test]
+    fn a_comparison_becomes_a_guard_and_a_constant_decides() {
+        let (prog, spec) = java(NODE);
+        let ex = Exec::new(&prog, &spec);
+        let (_, st) = start(&ex, "onMsg");
+        let cond = Expr::Bin(
+            BinOp::Eq,
+            Box::new(Expr::Field(Box::new(Expr::Name("m".into())), "kind".into())),
+            Box::new(Expr::Lit(Lit::Int(2))),
+        );
+        let (t, f) = ex.branch(&cond, st.clone(), 1);
+        assert_eq!(guard_text(&t[0].atoms), "m.kind == 2");
+        assert_eq!(guard_text(&f[0].atoms), "m.kind != 2");
+        let (t, f) = ex.branch(&Expr::Lit(Lit::Bool(true)), st, 1);
+        assert_eq!((t.len(), f.len()), (1, 0));
+    }
+}

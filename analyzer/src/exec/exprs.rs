@@ -767,3 +767,47 @@ pub(super) fn taint_root_local(st: &mut St, e: &Expr, taint: &BTreeSet<Src>) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{java, start, NODE};
+    use super::*;
+
+    #[test]
+    fn a_node_field_reads_as_its_pre_state_value() {
+        let (prog, spec) = java(NODE);
+        let ex = Exec::new(&prog, &spec);
+        let (_, st) = start(&ex, "onMsg");
+        let e = Expr::Bin(
+            BinOp::Add,
+            Box::new(Expr::Name("term".into())),
+            Box::new(Expr::Lit(Lit::Int(1))),
+        );
+        let out = ex.eval(&e, st);
+        assert_eq!(out.len(), 1);
+        let (st, v) = &out[0];
+        assert!(st.sets.read.contains("term"), "{:?}", st.sets);
+        assert_eq!(
+            v.sym.as_ref().map(ToString::to_string).as_deref(),
+            Some("n.term + 1")
+        );
+        assert!(v.taint.contains(&Src::N("term".into())));
+    }
+
+    #[test]
+    fn an_assignment_to_a_node_field_updates_it() {
+        let (prog, spec) = java(NODE);
+        let ex = Exec::new(&prog, &spec);
+        let (_, st) = start(&ex, "onMsg");
+        let e = Expr::Assign {
+            target: Box::new(Expr::Name("votes".into())),
+            op: None,
+            value: Box::new(Expr::Field(Box::new(Expr::Name("m".into())), "term".into())),
+        };
+        let (st, _) = ex.eval(&e, st).pop().unwrap();
+        assert_eq!(st.sets.update, ["votes".to_string()].into());
+        assert_eq!(st.sets.non_incr, ["votes".to_string()].into());
+        // The message field the value came from.
+        assert_eq!(st.sets.msg_fields, ["term".to_string()].into());
+    }
+}

@@ -200,3 +200,40 @@ pub(super) fn disk_label(v: Option<&Val>) -> Option<String> {
         Some(labels.join("+"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn getters_name_their_field() {
+        assert_eq!(getter_field("getTerm").as_deref(), Some("term"));
+        assert_eq!(getter_field("isLeader").as_deref(), Some("leader"));
+        assert_eq!(getter_field("get"), None);
+        assert_eq!(getter_field("getaway"), None);
+    }
+
+    #[test]
+    fn the_tables_know_accessors_views_and_counters() {
+        assert!(PURE.contains(&"containsKey") && !PURE.contains(&"put"));
+        assert!(ALIASING.contains(&"get_mut") && !ALIASING.contains(&"size"));
+        assert!(INCREMENTS.contains(&"incrementAndGet"));
+        assert!(PRIMITIVES.contains(&"u64") && !PRIMITIVES.contains(&"Vote"));
+    }
+
+    #[test]
+    fn disk_labels_come_from_string_constants() {
+        assert!(is_file_label("log.txt") && !is_file_label("a b") && !is_file_label("{}.log"));
+        let name = Val {
+            sym: Some(Sym::Str("epoch".into())),
+            ..Val::opaque()
+        };
+        assert_eq!(disk_label(Some(&name)).as_deref(), Some("epoch"));
+        let derived = Val {
+            taint: [Src::S("snap".into()), Src::N("term".into())].into(),
+            ..Val::opaque()
+        };
+        assert_eq!(disk_label(Some(&derived)).as_deref(), Some("snap"));
+        assert_eq!(disk_label(Some(&Val::opaque())), None);
+    }
+}

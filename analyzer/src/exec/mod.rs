@@ -232,3 +232,43 @@ pub fn file_name(p: &Path) -> String {
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default()
 }
+
+/// What the unit tests of the walk's parts share: a small Java node, parsed and annotated.
+#[cfg(test)]
+mod testing {
+    use super::*;
+
+    pub(super) const NODE: &str = r#"
+        @FlyMCMessage
+        class Msg { long term; int kind; }
+        class Node {
+            @FlyMCNodeState long term;
+            @FlyMCNodeState long votes;
+            @FlyMCHandler
+            void onMsg(Msg m) {
+                if (m.term > term) { term = m.term; }
+            }
+            void onVote(Msg m) { bump(); }
+            void bump() { votes++; }
+            long twice(long x) { return x + x; }
+        }
+    "#;
+
+    /// The program parsed from `java` and the spec its annotations give.
+    pub(super) fn java(java: &str) -> (Program, Spec) {
+        let mut prog = Program::default();
+        let mut next_id = 0;
+        let gaps = crate::java::parse_file(Path::new("Node.java"), java, &mut prog, &mut next_id)
+            .expect("parses");
+        assert!(gaps.is_empty(), "{gaps:?}");
+        let spec = crate::spec::from_source(&prog, true);
+        (prog, spec)
+    }
+
+    /// `Node.<method>` and its start state with `m` bound to the message.
+    pub(super) fn start<'p>(ex: &Exec<'p>, method: &str) -> (&'p Method, St) {
+        let m = ex.method("Node", method).expect("method");
+        let args = BTreeMap::from([("m".to_string(), ex.msg_val("Msg"))]);
+        (m, ex.initial(m, args))
+    }
+}

@@ -211,3 +211,25 @@ impl<'a> Exec<'a> {
         rename(variant, rule.as_deref())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{java, start, NODE};
+    use super::*;
+
+    #[test]
+    fn constants_decide_a_pattern_and_bindings_bind() {
+        let (prog, spec) = java(NODE);
+        let ex = Exec::new(&prog, &spec);
+        let (_, st) = start(&ex, "onMsg");
+        let one = Val::sym(Sym::Int(1));
+        let lit = |i| Pat::Const(Expr::Lit(Lit::Int(i)));
+        let (yes, no) = ex.match_pat(st.clone(), &lit(1), &one);
+        assert_eq!((yes.len(), no.len()), (1, 0));
+        let (yes, no) = ex.match_pat(st.clone(), &lit(2), &one);
+        assert_eq!((yes.len(), no.len()), (0, 1));
+        let (yes, no) = ex.match_pat(st, &Pat::Bind("x".into()), &one);
+        assert_eq!(no.len(), 0);
+        assert_eq!(yes[0].frames[0].locals["x"].sym, Some(Sym::Int(1)));
+    }
+}

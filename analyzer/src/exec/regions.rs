@@ -154,11 +154,14 @@ fn catch_paths(b: &Block, pred: &dyn Fn(&Catch) -> bool) -> Vec<Vec<Step>> {
     })
 }
 
+/// What a search finds in one statement: its region paths, and whether to search its blocks.
+type Found = (Vec<Vec<Step>>, bool);
+
 /// The region paths `here` finds at any depth of `b`. For statement `i`, `here` returns the
 /// paths it finds in the statement itself (starting from `b`) and whether to search the
 /// statement's blocks too. Only [`Child::Block`]s are searched: a region path can only enter
 /// a block (`Step::Into`), never a loop's init statements.
-fn paths(b: &Block, here: &dyn Fn(usize, &Stmt) -> (Vec<Vec<Step>>, bool)) -> Vec<Vec<Step>> {
+fn paths(b: &Block, here: &dyn Fn(usize, &Stmt) -> Found) -> Vec<Vec<Step>> {
     let mut out = Vec::new();
     for (i, s) in b.stmts.iter().enumerate() {
         let (found, deeper) = here(i, s);
@@ -176,4 +179,47 @@ fn paths(b: &Block, here: &dyn Fn(usize, &Stmt) -> (Vec<Vec<Step>>, bool)) -> Ve
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::java;
+    use super::*;
+
+    const SRC: &str = r#"
+        class C {
+            void f() {
+                for (int i = recv(); i < 3; i++) { recv(); }
+                try { recv(); } catch (IOException e) { recv(); } catch (RuntimeException e) { x(); }
+            }
+        }
+    "#;
+
+    #[test]
+    fn sites_and_catches_are_found_as_region_paths() {
+        let (prog, _) = java(SRC);
+        let body = prog.classes["C"].methods[0].body.as_ref().unwrap();
+        let calls_recv = |s: &Stmt| crate::ir::stmt_contains_call(s, "recv");
+        // Sites nested in blocks, not the loop's init (no region path enters it).
+        let leaves = |s: &Stmt| calls_recv(s) && s.children().is_empty();
+        assert_eq!(
+            find_sites(body, &leaves),
+            [
+                vec![Step::Into(0, 0), Step::After(0)],
+                vec![Step::Into(1, 0), Step::After(0)],
+                vec![Step::Into(1, 1), Step::After(0)],
+            ]
+        );
+        // A site's own blocks are not searched further.
+        assert_eq!(
+            find_sites(body, &calls_recv),
+            [vec![Step::After(0)], vec![Step::After(1)]]
+        );
+        assert_eq!(
+            find_catches(body, Some("RuntimeException")),
+            [vec![Step::Into(1, 2), Step::Begin]]
+        );
+        assert_eq!(find_catches(body, None).len(), 2);
+        assert!(annotated_catches(body).is_empty());
+    }
 }

@@ -236,3 +236,61 @@ pub(super) fn pairs_values_matter() -> bool {
 pub(super) fn split(states: Vec<St>) -> (Vec<St>, Vec<St>) {
     states.into_iter().partition(|s| s.status == Status::Normal)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sym::{SOp, Sym};
+
+    fn state(atoms: Vec<Atom>, update: &str) -> St {
+        St {
+            atoms,
+            sets: Sets {
+                update: [update.to_string()].into(),
+                ..Sets::default()
+            },
+            node: BTreeMap::new(),
+            frames: vec![],
+            status: Status::Normal,
+            val: None,
+            queued: vec![],
+        }
+    }
+
+    #[test]
+    fn states_with_the_same_conditions_merge_and_keep_all_effects() {
+        let newer = Atom::new(
+            Sym::bin(Sym::M("term".into()), SOp::Gt, Sym::N("term".into())),
+            true,
+        );
+        let merged = normalize(vec![
+            state(vec![newer.clone()], "term"),
+            state(vec![newer.clone()], "votes"),
+            state(vec![], "log"),
+        ]);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(
+            merged[0].sets.update,
+            ["term".to_string(), "votes".to_string()].into()
+        );
+        assert_eq!(merged[1].sets.update, ["log".to_string()].into());
+    }
+
+    #[test]
+    fn increments_are_updates_never_made_otherwise() {
+        let s = Sets {
+            update: ["hits".to_string(), "term".to_string()].into(),
+            non_incr: ["term".to_string()].into(),
+            ..Sets::default()
+        };
+        assert_eq!(s.increments(), ["hits".to_string()].into());
+        let (live, done) = split(vec![
+            state(vec![], "a"),
+            St {
+                status: Status::Return,
+                ..state(vec![], "b")
+            },
+        ]);
+        assert_eq!((live.len(), done.len()), (1, 1));
+    }
+}

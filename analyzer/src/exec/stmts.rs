@@ -574,3 +574,45 @@ pub(super) fn assigned_names(b: &Block) -> BTreeSet<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{java, start, NODE};
+    use super::*;
+    use crate::sym::guard_text;
+
+    #[test]
+    fn an_if_splits_the_paths_on_its_condition() {
+        let (prog, spec) = java(NODE);
+        let ex = Exec::new(&prog, &spec);
+        let (m, st) = start(&ex, "onMsg");
+        let mut out: Vec<(String, Vec<String>)> = ex
+            .block(m.body.as_ref().unwrap(), vec![st])
+            .into_iter()
+            .map(|s| (guard_text(&s.atoms), s.sets.update.into_iter().collect()))
+            .collect();
+        out.sort();
+        assert_eq!(
+            out,
+            [
+                ("m.term <= n.term".to_string(), vec![]),
+                ("m.term > n.term".to_string(), vec!["term".to_string()]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_loop_forgets_the_locals_its_body_assigns() {
+        let (prog, _) = java(
+            "class C { void f(int n) { int i = 0; while (i < n) { i = i + 1; int j = 2; } } }",
+        );
+        let body = prog.classes["C"].methods[0].body.as_ref().unwrap();
+        let StmtKind::Loop { body, .. } = &body.stmts[1].kind else {
+            panic!("{:?}", body.stmts[1])
+        };
+        assert_eq!(
+            assigned_names(body),
+            ["i".to_string(), "j".to_string()].into()
+        );
+    }
+}

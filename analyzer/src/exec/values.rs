@@ -104,3 +104,58 @@ impl Val {
         self.ty.hash(h);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn val(sym: Option<Sym>, taint: &[Src]) -> Val {
+        Val {
+            sym,
+            taint: taint.iter().cloned().collect(),
+            ..Val::opaque()
+        }
+    }
+
+    #[test]
+    fn join_keeps_what_both_agree_on_and_all_taint() {
+        let a = val(Some(Sym::N("term".into())), &[Src::N("term".into())]);
+        let b = val(Some(Sym::N("term".into())), &[Src::M("term".into())]);
+        let j = a.join(&b);
+        assert_eq!(j.sym, Some(Sym::N("term".into())));
+        assert_eq!(j.taint.len(), 2);
+        // The join is an upper bound of both, whichever side it starts from.
+        assert_eq!(j, b.join(&a));
+        assert!(a.taint.is_subset(&j.taint) && b.taint.is_subset(&j.taint));
+    }
+
+    #[test]
+    fn join_of_different_values_forgets_the_value() {
+        let j = Val::sym(Sym::Int(1)).join(&Val::sym(Sym::Int(2)));
+        assert_eq!(j.sym, None);
+        let msg = Val {
+            obj: Obj::Msg,
+            ..Val::opaque()
+        };
+        assert_eq!(msg.join(&Val::opaque()).obj, Obj::Plain);
+        assert_eq!(msg.join(&msg).obj, Obj::Msg);
+    }
+
+    #[test]
+    fn tuples_join_element_wise_and_carry_their_elements_taint() {
+        let t = |s: i64, src: &str| Val {
+            obj: Obj::Tuple(vec![
+                Val::sym(Sym::Int(s)),
+                Val::tainted([Src::S(src.into())].into()),
+            ]),
+            ..Val::opaque()
+        };
+        let j = t(1, "a").join(&t(1, "b"));
+        let Obj::Tuple(vs) = &j.obj else {
+            panic!("{j:?}")
+        };
+        assert_eq!(vs[0].sym, Some(Sym::Int(1)));
+        assert_eq!(vs[1].taint, [Src::S("a".into()), Src::S("b".into())].into());
+        assert_eq!(j.all_taint().len(), 2);
+    }
+}

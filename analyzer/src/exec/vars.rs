@@ -121,3 +121,26 @@ impl<'a> Exec<'a> {
         st.node.insert(var.to_string(), cur);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{java, start, NODE};
+    use super::*;
+
+    #[test]
+    fn annotated_fields_are_node_variables_read_and_written_through_the_state() {
+        let (prog, spec) = java(NODE);
+        let ex = Exec::new(&prog, &spec);
+        assert_eq!(ex.field_var("Node", "term").as_deref(), Some("term"));
+        assert_eq!(ex.field_var("Msg", "term"), None);
+        let (_, mut st) = start(&ex, "onMsg");
+        assert_eq!(
+            ex.read_var(&mut st, "term").sym,
+            Some(Sym::N("term".into()))
+        );
+        ex.write_var(&mut st, "term", Val::sym(Sym::Int(7)), false);
+        assert_eq!(ex.read_var(&mut st, "term").sym, Some(Sym::Int(7)));
+        assert_eq!(st.sets.read, ["term".to_string()].into());
+        assert_eq!(st.sets.update, ["term".to_string()].into());
+    }
+}
