@@ -84,14 +84,12 @@ fn local_type(stmts: &[Stmt], name: &str) -> Option<String> {
                 return Some(t.clone());
             }
         }
-        let mut found = None;
-        crate::spec::for_children(s, &mut |b| {
-            if found.is_none() {
-                found = local_type(b, name);
-            }
-        });
-        if found.is_some() {
-            return found;
+        if let Some(t) = s
+            .children()
+            .iter()
+            .find_map(|c| local_type(c.stmts(), name))
+        {
+            return Some(t);
         }
     }
     None

@@ -324,7 +324,102 @@ pub fn snake(name: &str) -> String {
     out
 }
 
-/// Visit every expression directly inside a statement (not inside nested statements' blocks).
+/// A statement list directly nested in a statement (see [`Stmt::children`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Child<'a> {
+    /// Block `c` of the statement, numbered as a region path (`exec::Step::Into`) addresses
+    /// it: `then` 0 and `else` 1; a loop's body 0; arm `c` of a match; a try's body 0, its
+    /// catches 1 to n and its `finally` n + 1; a block 0; the `else` of a `let ... else` 0.
+    Block(usize, &'a Block),
+    /// A `for(;;)` loop's init statements: they run once before the body and are no block, so
+    /// no region path can enter them.
+    Init(&'a [Stmt]),
+}
+
+impl<'a> Child<'a> {
+    pub fn stmts(&self) -> &'a [Stmt] {
+        match self {
+            Child::Block(_, b) => &b.stmts,
+            Child::Init(s) => s,
+        }
+    }
+    /// A Rust block's trailing expression (none for loop init statements).
+    pub fn tail(&self) -> Option<&'a Expr> {
+        match self {
+            Child::Block(_, b) => b.tail.as_deref(),
+            Child::Init(_) => None,
+        }
+    }
+}
+
+impl Stmt {
+    /// The one IR statement visitor: every statement list directly nested in this statement,
+    /// in source order. Walkers recurse through it, so they all agree on what is nested where.
+    pub fn children(&self) -> Vec<Child<'_>> {
+        match &self.kind {
+            StmtKind::If { then, els, .. } => {
+                let mut out = vec![Child::Block(0, then)];
+                out.extend(els.iter().map(|b| Child::Block(1, b)));
+                out
+            }
+            StmtKind::Loop { init, body, .. } => vec![Child::Init(init), Child::Block(0, body)],
+            StmtKind::ForEach { body, .. } | StmtKind::Block(body) => vec![Child::Block(0, body)],
+            StmtKind::Local { els, .. } => els.iter().map(|b| Child::Block(0, b)).collect(),
+            StmtKind::Match { arms, .. } => arms
+                .iter()
+                .enumerate()
+                .map(|(c, a)| Child::Block(c, &a.body))
+                .collect(),
+            StmtKind::Try {
+                body,
+                catches,
+                finally,
+            } => std::iter::once(body)
+                .chain(catches.iter().map(|c| &c.body))
+                .chain(finally.iter())
+                .enumerate()
+                .map(|(c, b)| Child::Block(c, b))
+                .collect(),
+            StmtKind::Expr(_)
+            | StmtKind::Return(_)
+            | StmtKind::Break(_)
+            | StmtKind::Continue(_)
+            | StmtKind::Throw(_)
+            | StmtKind::Opaque(_) => vec![],
+        }
+    }
+
+    /// Block `c` of this statement (see [`Child::Block`]).
+    pub fn child_block(&self, c: usize) -> Option<&Block> {
+        self.children().into_iter().find_map(|ch| match ch {
+            Child::Block(i, b) if i == c => Some(b),
+            _ => None,
+        })
+    }
+
+    /// The expressions this statement holds itself, outside its nested statement lists.
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match &self.kind {
+            StmtKind::Local { init, .. } => init.iter().collect(),
+            StmtKind::Expr(e) | StmtKind::Throw(e) => vec![e],
+            StmtKind::If { cond, .. } => vec![cond],
+            StmtKind::Match { subject, arms, .. } => std::iter::once(subject)
+                .chain(arms.iter().filter_map(|a| a.guard.as_ref()))
+                .collect(),
+            StmtKind::Loop { cond, update, .. } => cond.iter().chain(update).collect(),
+            StmtKind::ForEach { iter, .. } => vec![iter],
+            StmtKind::Return(e) => e.iter().collect(),
+            StmtKind::Opaque(es) => es.iter().collect(),
+            StmtKind::Break(_)
+            | StmtKind::Continue(_)
+            | StmtKind::Try { .. }
+            | StmtKind::Block(_) => vec![],
+        }
+    }
+}
+
+/// Does a call named `name` occur anywhere in the statement, nested statements and
+/// expressions (lambda bodies, statements used as values) included?
 pub fn stmt_contains_call(stmt: &Stmt, name: &str) -> bool {
     fn in_expr(e: &Expr, name: &str) -> bool {
         match e {
@@ -360,51 +455,95 @@ pub fn stmt_contains_call(stmt: &Stmt, name: &str) -> bool {
             || b.tail.as_deref().is_some_and(|e| in_expr(e, name))
     }
     fn in_stmt(s: &Stmt, name: &str) -> bool {
-        match &s.kind {
-            StmtKind::Local { init, els, .. } => {
-                init.as_ref().is_some_and(|e| in_expr(e, name))
-                    || els.as_ref().is_some_and(|b| in_block(b, name))
-            }
-            StmtKind::Expr(e) | StmtKind::Throw(e) => in_expr(e, name),
-            StmtKind::If { cond, then, els } => {
-                in_expr(cond, name)
-                    || in_block(then, name)
-                    || els.as_ref().is_some_and(|b| in_block(b, name))
-            }
-            StmtKind::Match { subject, arms, .. } => {
-                in_expr(subject, name)
-                    || arms.iter().any(|a| {
-                        a.guard.as_ref().is_some_and(|g| in_expr(g, name))
-                            || in_block(&a.body, name)
-                    })
-            }
-            StmtKind::Loop {
-                init,
-                cond,
-                update,
-                body,
-                ..
-            } => {
-                init.iter().any(|s| in_stmt(s, name))
-                    || cond.as_ref().is_some_and(|e| in_expr(e, name))
-                    || update.iter().any(|e| in_expr(e, name))
-                    || in_block(body, name)
-            }
-            StmtKind::ForEach { iter, body, .. } => in_expr(iter, name) || in_block(body, name),
-            StmtKind::Return(e) => e.as_ref().is_some_and(|e| in_expr(e, name)),
-            StmtKind::Break(_) | StmtKind::Continue(_) => false,
-            StmtKind::Try {
-                body,
-                catches,
-                finally,
-            } => {
-                in_block(body, name)
-                    || catches.iter().any(|c| in_block(&c.body, name))
-                    || finally.as_ref().is_some_and(|b| in_block(b, name))
-            }
-            StmtKind::Block(b) => in_block(b, name),
-            StmtKind::Opaque(es) => es.iter().any(|e| in_expr(e, name)),
-        }
+        s.exprs().into_iter().any(|e| in_expr(e, name))
+            || s.children().iter().any(|c| {
+                c.stmts().iter().any(|s| in_stmt(s, name))
+                    || c.tail().is_some_and(|e| in_expr(e, name))
+            })
     }
     in_stmt(stmt, name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stmt(kind: StmtKind) -> Stmt {
+        Stmt {
+            id: 0,
+            line: 1,
+            kind,
+        }
+    }
+
+    fn block(n: usize) -> Block {
+        Block::new((0..n).map(|_| stmt(StmtKind::Break(None))).collect())
+    }
+
+    fn numbers(s: &Stmt) -> Vec<(Option<usize>, usize)> {
+        s.children()
+            .iter()
+            .map(|c| match c {
+                Child::Block(i, b) => (Some(*i), b.stmts.len()),
+                Child::Init(s) => (None, s.len()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn children_are_numbered_as_region_paths_enter_them() {
+        let catch = |n| Catch {
+            types: vec![],
+            var: "e".into(),
+            body: block(n),
+            annots: vec![],
+            line: 1,
+        };
+        let t = stmt(StmtKind::Try {
+            body: block(1),
+            catches: vec![catch(2), catch(3)],
+            finally: Some(block(4)),
+        });
+        assert_eq!(
+            numbers(&t),
+            [(Some(0), 1), (Some(1), 2), (Some(2), 3), (Some(3), 4)]
+        );
+        assert_eq!(t.child_block(3).map(|b| b.stmts.len()), Some(4));
+        assert!(t.child_block(4).is_none());
+        let l = stmt(StmtKind::Loop {
+            label: None,
+            init: vec![stmt(StmtKind::Continue(None))],
+            cond: Some(Expr::Lit(Lit::Bool(true))),
+            update: vec![Expr::Name("i".into())],
+            body: block(2),
+        });
+        // The init statements are a child, but not a block a region path can enter.
+        assert_eq!(numbers(&l), [(None, 1), (Some(0), 2)]);
+        assert_eq!(l.exprs().len(), 2);
+        let i = stmt(StmtKind::If {
+            cond: Expr::Name("c".into()),
+            then: block(1),
+            els: None,
+        });
+        assert_eq!(numbers(&i), [(Some(0), 1)]);
+    }
+
+    #[test]
+    fn a_call_is_found_in_nested_blocks_and_expressions() {
+        let call = |n: &str| Expr::Call {
+            recv: None,
+            name: n.into(),
+            args: vec![],
+            line: 1,
+        };
+        let mut body = block(0);
+        body.tail = Some(Box::new(call("inner")));
+        let s = stmt(StmtKind::If {
+            cond: call("cond"),
+            then: body,
+            els: None,
+        });
+        assert!(stmt_contains_call(&s, "cond") && stmt_contains_call(&s, "inner"));
+        assert!(!stmt_contains_call(&s, "other"));
+    }
 }

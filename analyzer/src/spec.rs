@@ -427,32 +427,12 @@ fn declares_local(stmts: &[Stmt], name: &str) -> bool {
             _ => false,
         }
     }
-    stmts.iter().any(|s| match &s.kind {
-        StmtKind::Local { pat, .. } => pat_binds(pat, name),
-        StmtKind::If { then, els, .. } => {
-            declares_local(&then.stmts, name)
-                || els.as_ref().is_some_and(|b| declares_local(&b.stmts, name))
-        }
-        StmtKind::Loop { init, body, .. } => {
-            declares_local(init, name) || declares_local(&body.stmts, name)
-        }
-        StmtKind::ForEach { pat, body, .. } => {
-            pat_binds(pat, name) || declares_local(&body.stmts, name)
-        }
-        StmtKind::Match { arms, .. } => arms.iter().any(|a| declares_local(&a.body.stmts, name)),
-        StmtKind::Try {
-            body,
-            catches,
-            finally,
-        } => {
-            declares_local(&body.stmts, name)
-                || catches.iter().any(|c| declares_local(&c.body.stmts, name))
-                || finally
-                    .as_ref()
-                    .is_some_and(|b| declares_local(&b.stmts, name))
-        }
-        StmtKind::Block(b) => declares_local(&b.stmts, name),
-        _ => false,
+    stmts.iter().any(|s| {
+        let here = match &s.kind {
+            StmtKind::Local { pat, .. } | StmtKind::ForEach { pat, .. } => pat_binds(pat, name),
+            _ => false,
+        };
+        here || s.children().iter().any(|c| declares_local(c.stmts(), name))
     })
 }
 
@@ -725,25 +705,14 @@ pub fn add_defaults(spec: &mut Spec) {
 
 fn has_catch(m: &Method, ty: &str) -> bool {
     fn walk(stmts: &[Stmt], ty: &str) -> bool {
-        stmts.iter().any(|s| match &s.kind {
-            StmtKind::Try {
-                body,
-                catches,
-                finally,
-            } => {
-                catches
-                    .iter()
-                    .any(|c| c.types.iter().any(|t| t == ty) || walk(&c.body.stmts, ty))
-                    || walk(&body.stmts, ty)
-                    || finally.as_ref().is_some_and(|b| walk(&b.stmts, ty))
-            }
-            StmtKind::If { then, els, .. } => {
-                walk(&then.stmts, ty) || els.as_ref().is_some_and(|b| walk(&b.stmts, ty))
-            }
-            StmtKind::Loop { body, .. } | StmtKind::ForEach { body, .. } => walk(&body.stmts, ty),
-            StmtKind::Match { arms, .. } => arms.iter().any(|a| walk(&a.body.stmts, ty)),
-            StmtKind::Block(b) => walk(&b.stmts, ty),
-            _ => false,
+        stmts.iter().any(|s| {
+            let here = match &s.kind {
+                StmtKind::Try { catches, .. } => {
+                    catches.iter().any(|c| c.types.iter().any(|t| t == ty))
+                }
+                _ => false,
+            };
+            here || s.children().iter().any(|c| walk(c.stmts(), ty))
         })
     }
     m.body.as_ref().is_some_and(|b| walk(&b.stmts, ty))
@@ -903,7 +872,9 @@ fn collect_local_annots(stmts: &[Stmt], m: &Method, spec: &mut Spec) {
                 );
             }
         }
-        for_children(s, &mut |b| collect_local_annots(b, m, spec));
+        for c in s.children() {
+            collect_local_annots(c.stmts(), m, spec);
+        }
     }
 }
 
@@ -926,45 +897,9 @@ fn collect_catch_annots(stmts: &[Stmt], m: &Method, spec: &mut Spec) {
                 }
             }
         }
-        for_children(s, &mut |b| collect_catch_annots(b, m, spec));
-    }
-}
-
-/// Call `f` on every statement list directly nested in `s`.
-pub fn for_children(s: &Stmt, f: &mut dyn FnMut(&[Stmt])) {
-    match &s.kind {
-        StmtKind::If { then, els, .. } => {
-            f(&then.stmts);
-            if let Some(b) = els {
-                f(&b.stmts);
-            }
+        for c in s.children() {
+            collect_catch_annots(c.stmts(), m, spec);
         }
-        StmtKind::Loop { init, body, .. } => {
-            f(init);
-            f(&body.stmts);
-        }
-        StmtKind::ForEach { body, .. } => f(&body.stmts),
-        StmtKind::Match { arms, .. } => {
-            for a in arms {
-                f(&a.body.stmts);
-            }
-        }
-        StmtKind::Try {
-            body,
-            catches,
-            finally,
-        } => {
-            f(&body.stmts);
-            for c in catches {
-                f(&c.body.stmts);
-            }
-            if let Some(b) = finally {
-                f(&b.stmts);
-            }
-        }
-        StmtKind::Block(b) => f(&b.stmts),
-        StmtKind::Local { els: Some(b), .. } => f(&b.stmts),
-        _ => {}
     }
 }
 

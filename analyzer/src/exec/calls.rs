@@ -1,0 +1,836 @@
+//! Calls: constructors, sends, disk writes, calls into library code and inlining calls into
+//! the analysed sources (with summaries).
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+
+use super::exprs::taint_root_local;
+use super::library::{disk_label, getter_field, ALIASING, INCREMENTS, PURE};
+use super::state::{merge_pairs, normalize, Frame};
+use super::{Exec, Obj, Sets, Src, St, Status, Val, MAX_DEPTH};
+use crate::ir::*;
+use crate::spec::CallPat;
+use crate::sym::{inconsistent, SOp, Sym};
+
+impl<'a> Exec<'a> {
+    pub(super) fn pat_matches(
+        &self,
+        p: &CallPat,
+        name: &str,
+        ctor: bool,
+        quals: &[String],
+    ) -> bool {
+        p.ctor == ctor
+            && p.name == name
+            && p.qual.as_ref().is_none_or(|q| quals.iter().any(|x| x == q))
+    }
+
+    pub(super) fn construct(
+        &self,
+        mut st: St,
+        ty: &str,
+        vals: Vec<Val>,
+        line: usize,
+    ) -> Vec<(St, Val)> {
+        let quals = vec![ty.to_string()];
+        let mut taint = BTreeSet::new();
+        for v in &vals {
+            taint.extend(v.all_taint());
+        }
+        for (p, file) in &self.spec.disks {
+            if self.pat_matches(p, ty, true, &quals) {
+                let label = file
+                    .clone()
+                    .unwrap_or_else(|| disk_label(vals.first()).unwrap_or_else(|| ty.to_string()));
+                // the stream/file object is known by this file from now on
+                taint.retain(|t| !matches!(t, Src::S(_)));
+                taint.insert(Src::S(label.clone()));
+                st.sets.disk.insert(label);
+            }
+        }
+        for p in &self.spec.sends {
+            if self.pat_matches(p, ty, true, &quals) {
+                self.record_send(&mut st, &taint);
+            }
+        }
+        let cl = self.prog.classes.get(ty);
+        let ctor = cl.and_then(|c| {
+            c.methods
+                .iter()
+                .find(|m| m.name == "<init>" && m.params.len() == vals.len())
+        });
+        let obj = Val {
+            sym: None,
+            taint: taint.clone(),
+            obj: Obj::Plain,
+            ty: Some(ty.to_string()),
+        };
+        match ctor {
+            Some(m) if self.method_allowed(m) => {
+                let outs = self.inline(st, m, obj.clone(), vals, line);
+                outs.into_iter().map(|(s, _)| (s, obj.clone())).collect()
+            }
+            _ => {
+                if cl.is_none() {
+                    self.seen
+                        .borrow_mut()
+                        .external_calls
+                        .insert(format!("new {ty}"));
+                }
+                vec![(st, obj)]
+            }
+        }
+    }
+
+    pub fn record_send(&self, st: &mut St, taint: &BTreeSet<Src>) {
+        st.sets.sends = true;
+        for t in taint {
+            match t {
+                Src::N(v) => {
+                    st.sets.send.insert(v.clone());
+                    st.sets.read.insert(v.clone());
+                }
+                Src::M(f) => {
+                    st.sets.msg_fields.insert(f.clone());
+                }
+                Src::S(_) => {}
+            }
+        }
+    }
+
+    pub(super) fn method_allowed(&self, m: &Method) -> bool {
+        let stack = self.stack.borrow();
+        stack.len() < MAX_DEPTH && !stack.iter().any(|(c, n)| *c == m.class && *n == m.name)
+    }
+
+    pub(super) fn eval_call(
+        &self,
+        recv: Option<&Expr>,
+        name: &str,
+        args: &[Expr],
+        line: usize,
+        st: St,
+    ) -> Vec<(St, Val)> {
+        // Rust's Some/Ok/Err and Box::new are transparent.
+        if recv.is_none() && matches!(name, "Some" | "Ok" | "Err") && args.len() == 1 {
+            return self.eval(&args[0], st);
+        }
+        let pairs: Vec<(St, Val)> = match recv {
+            Some(r) => self.eval(r, st),
+            None => {
+                let this = st
+                    .frames
+                    .last()
+                    .map(|f| f.this.clone())
+                    .unwrap_or_else(Val::opaque);
+                vec![(st, this)]
+            }
+        };
+        let mut out = Vec::new();
+        for (st, rv) in pairs {
+            if st.status != Status::Normal {
+                out.push((st, Val::opaque()));
+                continue;
+            }
+            for (st, vals) in self.eval_list(args, st) {
+                if st.status != Status::Normal {
+                    out.push((st, Val::opaque()));
+                    continue;
+                }
+                out.extend(self.call(st, recv, &rv, name, vals, args, line));
+            }
+        }
+        merge_pairs(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn call(
+        &self,
+        mut st: St,
+        recv: Option<&Expr>,
+        rv: &Val,
+        name: &str,
+        vals: Vec<Val>,
+        arg_exprs: &[Expr],
+        line: usize,
+    ) -> Vec<(St, Val)> {
+        let cur_class = self.this_class(&st);
+        // The names a dictionary pattern's qualifier may match.
+        let mut quals: Vec<String> = Vec::new();
+        match recv {
+            None => quals.push(cur_class.clone()),
+            Some(r) => {
+                if let Some(n) = last_name(r) {
+                    quals.push(n);
+                }
+            }
+        }
+        if let Some(t) = &rv.ty {
+            quals.push(t.clone());
+            if let Some(c) = self.prog.classes.get(t) {
+                quals.extend(c.supers.iter().cloned());
+            }
+        }
+        if let Obj::Class(c) = &rv.obj {
+            quals.push(c.clone());
+        }
+        if let Obj::Node(v) = &rv.obj {
+            quals.push(v.clone());
+        }
+        let mut args_taint = BTreeSet::new();
+        for v in &vals {
+            args_taint.extend(v.all_taint());
+        }
+        // a command queue: the command runs after the handler (`drain_queue`)
+        if self
+            .spec
+            .queues
+            .iter()
+            .any(|q| self.pat_matches(&q.pat, name, false, &quals))
+        {
+            let cmd = vals.first().cloned().unwrap_or_else(Val::opaque);
+            if !st.queued.contains(&cmd) {
+                st.queued.push(cmd);
+            }
+            return vec![(st, Val::opaque())];
+        }
+        // side-file models of library calls
+        if let Some(m) = self
+            .spec
+            .models
+            .iter()
+            .find(|m| self.pat_matches(&m.pat, name, false, &quals))
+        {
+            for r in &m.read {
+                st.sets.read.insert(r.clone());
+            }
+            for u in &m.update {
+                st.sets.update.insert(u.clone());
+                if !m.increments.contains(u) {
+                    st.sets.non_incr.insert(u.clone());
+                }
+                st.node.insert(
+                    u.clone(),
+                    Val {
+                        obj: Obj::Node(u.clone()),
+                        ..Val::opaque()
+                    },
+                );
+            }
+            if m.send {
+                self.record_send(&mut st, &args_taint);
+            }
+            if let Some(d) = &m.disk {
+                st.sets.disk.insert(d.clone());
+            }
+            let v = match &m.returns {
+                Some(var) => self.read_var(&mut st, var),
+                None => Val::tainted(args_taint),
+            };
+            return vec![(st, v)];
+        }
+        let mut is_sink = false;
+        for p in &self.spec.sends {
+            if self.pat_matches(p, name, false, &quals) {
+                self.record_send(&mut st, &args_taint);
+                is_sink = true;
+            }
+        }
+        for (p, file) in &self.spec.disks {
+            if self.pat_matches(p, name, false, &quals) {
+                let label = file.clone().unwrap_or_else(|| {
+                    let arg_name = || {
+                        arg_exprs
+                            .first()
+                            .filter(|e| matches!(e, Expr::Name(_) | Expr::Field(..)))
+                            .and_then(last_name)
+                    };
+                    let recv_name = || {
+                        recv.filter(|r| matches!(r, Expr::Name(_) | Expr::Field(..)))
+                            .and_then(last_name)
+                    };
+                    let node = || match &rv.obj {
+                        Obj::Node(v) => Some(v.clone()),
+                        _ => None,
+                    };
+                    if matches!(rv.obj, Obj::Class(_)) {
+                        // a static call (`Files.write(path, ...)`): the file is the first argument
+                        disk_label(vals.first()).or_else(arg_name)
+                    } else {
+                        disk_label(Some(rv))
+                            .or_else(node)
+                            .or_else(recv_name)
+                            .or_else(|| disk_label(vals.first()))
+                    }
+                    .unwrap_or_else(|| p.to_string())
+                });
+                st.sets.disk.insert(label);
+                is_sink = true;
+            }
+        }
+        if is_sink {
+            let v = Val::tainted(args_taint);
+            return vec![(st, v)];
+        }
+        // the message object: getters are fields
+        if rv.obj == Obj::Msg {
+            let cls = rv.ty.clone().unwrap_or_default();
+            if let Some(m) = self.find_method(&cls, name, vals.len()) {
+                if self.method_allowed(m) {
+                    return self.inline(st, m, rv.clone(), vals, line);
+                }
+            }
+            if vals.is_empty() {
+                if let Some(f) = getter_field(name) {
+                    let v = self.msg_field(&mut st, &f);
+                    return vec![(st, v)];
+                }
+                let is_field = self
+                    .spec
+                    .messages
+                    .get(&cls)
+                    .is_some_and(|m| m.fields.iter().any(|f| f == name))
+                    || self
+                        .prog
+                        .classes
+                        .get(&cls)
+                        .is_some_and(|c| c.fields.contains_key(name));
+                if is_field {
+                    let v = self.msg_field(&mut st, name);
+                    return vec![(st, v)];
+                }
+            }
+            return vec![(st, Val::tainted(args_taint))];
+        }
+        // analysed methods
+        let targets = self.resolve(&st, recv, rv, name, vals.len());
+        if !targets.is_empty() {
+            let this = match recv {
+                None => st
+                    .frames
+                    .last()
+                    .map(|f| f.this.clone())
+                    .unwrap_or_else(Val::opaque),
+                Some(_) => rv.clone(),
+            };
+            let mut out = Vec::new();
+            let mut cut = false;
+            for m in targets {
+                if !self.method_allowed(m) {
+                    cut = true;
+                    continue;
+                }
+                let this = if m.is_static {
+                    Val {
+                        ty: Some(m.class.clone()),
+                        ..Val::opaque()
+                    }
+                } else {
+                    let mut t = this.clone();
+                    if t.ty.is_none() || !matches!(t.obj, Obj::Node(_)) {
+                        t.ty = Some(m.class.clone());
+                    }
+                    t
+                };
+                let mut res = self.inline_memo(&st, m, this, vals.clone(), line);
+                if let Some(r) = recv {
+                    if !args_taint.is_empty() {
+                        for (s, _) in &mut res {
+                            taint_root_local(s, r, &args_taint);
+                        }
+                    }
+                }
+                out.extend(res);
+            }
+            if cut {
+                self.note(
+                    &st,
+                    line,
+                    format!("call to `{name}` not followed (recursion or call depth {MAX_DEPTH})"),
+                );
+                if out.is_empty() {
+                    let mut t = args_taint.clone();
+                    t.extend(rv.all_taint());
+                    out.push((st, Val::tainted(t)));
+                }
+            }
+            return merge_pairs(out);
+        }
+        // a node variable's object of a library type (collections, atomics, Option)
+        if let Obj::Node(var) = &rv.obj {
+            let var = var.clone();
+            let cur = self.read_var(&mut st, &var);
+            let cur_sym = match &cur.sym {
+                Some(Sym::N(x)) if *x == var => Some(Sym::N(var.clone())),
+                s => s.clone(),
+            };
+            if INCREMENTS.contains(&name)
+                || (name == "addAndGet"
+                    && vals.first().and_then(|v| v.sym.as_ref()).and_then(Sym::lit)
+                        == Some(serde_json::Value::from(1)))
+            {
+                let newv = Val {
+                    sym: cur_sym.map(|s| Sym::bin(s, SOp::Add, Sym::Int(1)).simplify()),
+                    taint: cur.taint.clone(),
+                    obj: Obj::Plain,
+                    ty: cur.ty.clone(),
+                };
+                self.write_var(&mut st, &var, newv.clone(), true);
+                let mut r = newv;
+                r.obj = Obj::Plain;
+                return vec![(st, r)];
+            }
+            if matches!(name, "set" | "lazySet" | "getAndSet" | "replace" | "insert")
+                && vals.len() == 1
+            {
+                let mut newv = vals[0].clone();
+                newv.taint.extend(args_taint.clone());
+                self.write_var(&mut st, &var, newv, false);
+                let mut r = cur.clone();
+                r.obj = Obj::Plain;
+                return vec![(st, r)];
+            }
+            if name == "get" && vals.is_empty() {
+                let mut r = cur.clone();
+                r.obj = Obj::Plain;
+                r.sym = cur_sym;
+                return vec![(st, r)];
+            }
+            if matches!(name, "size" | "len") && vals.is_empty() {
+                let r = Val {
+                    sym: cur_sym
+                        .filter(|s| matches!(s, Sym::N(_)))
+                        .map(|s| Sym::Len(Box::new(s))),
+                    taint: cur.taint.clone(),
+                    obj: Obj::Plain,
+                    ty: None,
+                };
+                return vec![(st, r)];
+            }
+            if matches!(name, "isEmpty" | "is_empty") && vals.is_empty() {
+                let r = Val {
+                    sym: cur_sym
+                        .filter(|s| matches!(s, Sym::N(_)))
+                        .map(|s| Sym::bin(Sym::Len(Box::new(s)), SOp::Eq, Sym::Int(0))),
+                    taint: cur.taint.clone(),
+                    obj: Obj::Plain,
+                    ty: None,
+                };
+                return vec![(st, r)];
+            }
+            if matches!(name, "is_some" | "is_none") && vals.is_empty() {
+                let op = if name == "is_some" { SOp::Ne } else { SOp::Eq };
+                let r = Val {
+                    sym: cur_sym.map(|s| Sym::bin(s, op, Sym::Null)),
+                    taint: cur.taint.clone(),
+                    obj: Obj::Plain,
+                    ty: None,
+                };
+                return vec![(st, r)];
+            }
+            let mut taint = cur.taint.clone();
+            taint.extend(args_taint.clone());
+            if !PURE.contains(&name) {
+                self.touch_var(&mut st, &var, &args_taint);
+            }
+            let obj = if ALIASING.contains(&name) {
+                Obj::Node(var.clone())
+            } else {
+                Obj::Plain
+            };
+            return vec![(
+                st,
+                Val {
+                    sym: None,
+                    taint,
+                    obj,
+                    ty: None,
+                },
+            )];
+        }
+        // Option-like values
+        if vals.is_empty() {
+            if let Some(s) = &rv.sym {
+                let r = match name {
+                    "is_some" => Some(Sym::bin(s.clone(), SOp::Ne, Sym::Null)),
+                    "is_none" => Some(Sym::bin(s.clone(), SOp::Eq, Sym::Null)),
+                    "unwrap" | "clone" | "copied" | "cloned" | "longValue" | "intValue" => {
+                        Some(s.clone())
+                    }
+                    _ => None,
+                };
+                if let Some(r) = r {
+                    return vec![(
+                        st,
+                        Val {
+                            sym: Some(r),
+                            taint: rv.all_taint(),
+                            obj: Obj::Plain,
+                            ty: None,
+                        },
+                    )];
+                }
+            }
+        }
+        // outside the analysed sources
+        let shown = match (&rv.ty, &rv.obj) {
+            (_, Obj::Class(c)) => format!("{c}.{name}"),
+            (Some(t), _) => format!("{t}.{name}"),
+            _ => name.to_string(),
+        };
+        self.seen.borrow_mut().external_calls.insert(shown);
+        if let Some(r) = recv {
+            if !args_taint.is_empty() && !PURE.contains(&name) {
+                taint_root_local(&mut st, r, &args_taint);
+            }
+        }
+        let mut taint = args_taint;
+        taint.extend(rv.all_taint());
+        let is_pure_compare = matches!(name, "equals" | "contains" | "containsKey" | "compareTo");
+        if is_pure_compare {
+            taint.retain(|s| !matches!(s, Src::S(_)));
+        }
+        vec![(st, Val::tainted(taint))]
+    }
+
+    pub(super) fn find_method(&self, class: &str, name: &str, argc: usize) -> Option<&'a Method> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![class.to_string()];
+        while let Some(c) = todo.pop() {
+            if !seen.insert(c.clone()) {
+                continue;
+            }
+            let Some(cl) = self.prog.classes.get(&c) else {
+                continue;
+            };
+            let mut cands: Vec<&Method> = cl
+                .methods
+                .iter()
+                .filter(|m| m.name == name && m.params.len() == argc)
+                .collect();
+            cands.sort_by_key(|m| m.body.is_none());
+            if let Some(m) = cands.first() {
+                return Some(m);
+            }
+            todo.extend(cl.supers.iter().cloned());
+        }
+        None
+    }
+
+    pub(super) fn resolve(
+        &self,
+        st: &St,
+        recv: Option<&Expr>,
+        rv: &Val,
+        name: &str,
+        argc: usize,
+    ) -> Vec<&'a Method> {
+        let mut classes: Vec<String> = Vec::new();
+        match recv {
+            None => {
+                // this class, then enclosing classes; then free functions
+                let mut c = Some(self.this_class(st));
+                while let Some(cl) = c {
+                    classes.push(cl.clone());
+                    c = self.prog.classes.get(&cl).and_then(|x| x.outer.clone());
+                }
+            }
+            Some(_) => {
+                if let Obj::Class(c) = &rv.obj {
+                    let c = if c == "Self" {
+                        self.this_class(st)
+                    } else {
+                        c.clone()
+                    };
+                    classes.push(c);
+                } else if let Some(t) = &rv.ty {
+                    classes.push(t.clone());
+                }
+            }
+        }
+        for c in &classes {
+            let Some(m) = self.find_method(c, name, argc) else {
+                // declared in a subclass only (the receiver's static type is too general)
+                let impls: Vec<&Method> = self
+                    .subs
+                    .get(c)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| self.find_method(s, name, argc))
+                    .filter(|m| m.body.is_some())
+                    .take(4)
+                    .collect();
+                if !impls.is_empty() {
+                    return impls;
+                }
+                continue;
+            };
+            {
+                if m.body.is_some() {
+                    return vec![m];
+                }
+                // abstract: the implementations in the analysed sources
+                let impls: Vec<&Method> = self
+                    .subs
+                    .get(c)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| self.find_method(s, name, argc))
+                    .filter(|m| m.body.is_some())
+                    .take(4)
+                    .collect();
+                return impls;
+            }
+        }
+        if recv.is_none() {
+            if let Some(f) = self.prog.functions.get(name) {
+                return vec![f];
+            }
+        }
+        vec![]
+    }
+
+    /// Inline `m` through a summary: its outcomes from an entry with no atoms and empty sets but
+    /// the caller's node values, keyed by everything the callee can see (receiver, arguments,
+    /// node values with their taints), then composed with the caller's state.
+    pub(super) fn inline_memo(
+        &self,
+        st: &St,
+        m: &'a Method,
+        this: Val,
+        vals: Vec<Val>,
+        line: usize,
+    ) -> Vec<(St, Val)> {
+        let mut h = DefaultHasher::new();
+        (m as *const Method as usize).hash(&mut h);
+        this.hash(&mut h);
+        vals.hash(&mut h);
+        for (k, v) in &st.node {
+            k.hash(&mut h);
+            v.hash(&mut h);
+        }
+        let key = h.finish();
+        let cached = self.memo.borrow().get(&key).cloned();
+        let summary = match cached {
+            Some(s) => {
+                self.memo_hits.set(self.memo_hits.get() + 1);
+                s
+            }
+            None => {
+                let base = St {
+                    atoms: vec![],
+                    sets: Sets::default(),
+                    node: st.node.clone(),
+                    frames: vec![Frame {
+                        locals: BTreeMap::new(),
+                        this: this.clone(),
+                        class: m.class.clone(),
+                        method: String::new(),
+                    }],
+                    status: Status::Normal,
+                    val: None,
+                    queued: vec![],
+                };
+                let res = std::rc::Rc::new(self.inline(base, m, this, vals, line));
+                self.memo.borrow_mut().insert(key, res.clone());
+                res
+            }
+        };
+        let mut out = Vec::new();
+        for (o, v) in summary.iter() {
+            if inconsistent(&st.atoms, &o.atoms) {
+                continue;
+            }
+            let mut s = st.clone();
+            for a in &o.atoms {
+                if !s.atoms.contains(a) {
+                    s.atoms.push(a.clone());
+                }
+            }
+            s.atoms.sort();
+            s.sets.union(&o.sets);
+            for c in &o.queued {
+                if !s.queued.contains(c) {
+                    s.queued.push(c.clone());
+                }
+            }
+            s.node = o.node.clone();
+            s.status = o.status.clone();
+            s.val = None;
+            out.push((s, v.clone()));
+        }
+        out
+    }
+
+    /// Run the commands a handler queued (`[[queue]]`), in order, after it returned, and those
+    /// they queue in turn. The node's values are forgotten first (taint kept): the commands
+    /// run later, on whatever state the node is in by then, so their conditions on node state
+    /// are not decided by, nor become guards over, the handler's values. `false`: the queue
+    /// did not drain within the bound (reported as a gap by the caller).
+    pub fn drain_queue(&self, finals: Vec<St>) -> (Vec<St>, bool) {
+        const ROUNDS: usize = 4;
+        let mut done = Vec::new();
+        let mut todo = finals;
+        for _ in 0..ROUNDS {
+            let mut next = Vec::new();
+            for mut st in todo {
+                if st.queued.is_empty() {
+                    done.push(st);
+                    continue;
+                }
+                let cmds = std::mem::take(&mut st.queued);
+                let (status, val) = (st.status.clone(), st.val.clone());
+                for v in st.node.values_mut() {
+                    v.sym = None;
+                }
+                st.status = Status::Normal;
+                let mut states = vec![st];
+                for cmd in cmds {
+                    let mut out = Vec::new();
+                    for s in states {
+                        for q in &self.spec.queues {
+                            let Some(m) = self.method(&q.class, &q.method) else {
+                                continue;
+                            };
+                            let this = Val {
+                                ty: Some(q.class.clone()),
+                                ..Val::opaque()
+                            };
+                            out.extend(
+                                self.inline(s.clone(), m, this, vec![cmd.clone()], m.line)
+                                    .into_iter()
+                                    .map(|(s, _)| s),
+                            );
+                        }
+                    }
+                    states = normalize(out);
+                }
+                for mut s in states {
+                    s.status = status.clone();
+                    s.val = val.clone();
+                    next.push(s);
+                }
+            }
+            todo = next;
+            if todo.is_empty() {
+                return (done, true);
+            }
+        }
+        let drained = todo.iter().all(|s| s.queued.is_empty());
+        done.extend(todo);
+        (done, drained)
+    }
+
+    pub(super) fn inline(
+        &self,
+        st: St,
+        m: &'a Method,
+        this: Val,
+        vals: Vec<Val>,
+        _line: usize,
+    ) -> Vec<(St, Val)> {
+        let Some(body) = &m.body else {
+            return vec![(st, Val::opaque())];
+        };
+        let mut locals = BTreeMap::new();
+        for (i, p) in m.params.iter().enumerate() {
+            let mut v = vals.get(i).cloned().unwrap_or_else(Val::opaque);
+            if v.ty.is_none() || matches!(v.obj, Obj::Plain) && v.ty.is_none() {
+                v.ty = p.ty.clone();
+            }
+            locals.insert(p.name.clone(), v);
+        }
+        let mut st = st;
+        st.val = None;
+        st.frames.push(Frame {
+            locals,
+            this,
+            class: m.class.clone(),
+            method: m.name.clone(),
+        });
+        let depth = st.frames.len();
+        self.stack
+            .borrow_mut()
+            .push((m.class.clone(), m.name.clone()));
+        if std::env::var_os("FLYMC_ANALYZER_TRACE").is_some() {
+            let stack = self.stack.borrow();
+            eprintln!(
+                "trace {}",
+                stack
+                    .iter()
+                    .map(|(c, n)| format!("{c}.{n}"))
+                    .collect::<Vec<_>>()
+                    .join(" > ")
+            );
+        }
+        let outs = self.block(body, vec![st]);
+        self.stack.borrow_mut().pop();
+        let ret_ty = m.ret.clone().filter(|t| self.prog.classes.contains_key(t));
+        let mut res = Vec::new();
+        for mut s in outs {
+            while s.frames.len() >= depth {
+                s.frames.pop();
+            }
+            let mut v = s.val.take().unwrap_or_else(Val::opaque);
+            if v.ty.is_none() {
+                v.ty = ret_ty.clone();
+            }
+            if s.status == Status::Return {
+                s.status = Status::Normal;
+            }
+            res.push((s, v));
+        }
+        merge_pairs(res)
+    }
+}
+
+pub(super) fn last_name(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Name(n) => Some(n.clone()),
+        Expr::Field(_, f) => Some(f.clone()),
+        Expr::Path(p) => p.last().cloned(),
+        Expr::Call { name, .. } => Some(name.clone()),
+        Expr::Unary(_, a) => last_name(a),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{java, start, NODE};
+    use super::*;
+
+    #[test]
+    fn a_call_resolves_to_the_method_and_is_inlined() {
+        let (prog, spec) = java(NODE);
+        let ex = Exec::new(&prog, &spec);
+        assert_eq!(
+            ex.find_method("Node", "twice", 1).map(|m| &m.name[..]),
+            Some("twice")
+        );
+        assert!(ex.find_method("Node", "twice", 2).is_none());
+        let (m, st) = start(&ex, "onVote");
+        let out = ex.block(m.body.as_ref().unwrap(), vec![st]);
+        assert_eq!(out.len(), 1);
+        // `bump()` increments `votes`: an update that is an increment only.
+        assert_eq!(out[0].sets.update, ["votes".to_string()].into());
+        assert_eq!(out[0].sets.increments(), ["votes".to_string()].into());
+    }
+
+    #[test]
+    fn an_inlined_call_returns_its_value() {
+        let (prog, spec) = java(NODE);
+        let ex = Exec::new(&prog, &spec);
+        let (_, st) = start(&ex, "onMsg");
+        let e = Expr::Call {
+            recv: None,
+            name: "twice".into(),
+            args: vec![Expr::Lit(Lit::Int(3))],
+            line: 1,
+        };
+        let vals: Vec<Option<Sym>> = ex.eval(&e, st).into_iter().map(|(_, v)| v.sym).collect();
+        assert_eq!(vals.len(), 1);
+        assert_eq!(vals, [Some(Sym::Int(6))]);
+    }
+}
