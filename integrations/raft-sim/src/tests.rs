@@ -414,7 +414,7 @@ impl Memory {
     fn check(&mut self, s: &GlobalState) -> Result<(), (String, String)> {
         let props: [&mut dyn Property; 4] = [
             &mut self.election,
-            &mut LogMatching,
+            &mut LogMatching::default(),
             &mut self.sms,
             &mut self.committed,
         ];
@@ -584,12 +584,12 @@ impl<'a> Sim<'a> {
             self.alive.hash(s);
             pending.hash(s);
             (self.crashes_left, self.reboots_left).hash(s);
-            mem.election.leaders.hash(s);
+            mem.election.leaders().hash(s);
             // Which node first applied or committed an entry only shapes messages.
-            for (k, (e, _)) in &mem.sms.applied {
+            for (k, (e, _)) in mem.sms.applied() {
                 (k, e).hash(s);
             }
-            for (k, (e, t, _)) in &mem.committed.committed {
+            for (k, (e, t, _)) in mem.committed.committed() {
                 (k, e, t).hash(s);
             }
         })
@@ -673,7 +673,10 @@ impl Explorer<'_> {
             return i;
         }
         if sim.pending.is_empty() {
-            if let Err(m) = EventuallyLeader.check(&s).and_then(|_| replicated(&s)) {
+            if let Err(m) = EventuallyLeader::default()
+                .check(&s)
+                .and_then(|_| replicated(&s))
+            {
                 if self.report.not_live.len() < 5 {
                     self.report.not_live.push((m, self.descr.clone()));
                 }
@@ -871,7 +874,10 @@ fn random_walks_after(
                 }
                 let choices = sim.choices(w);
                 if sim.pending.is_empty() {
-                    if let Err(m) = EventuallyLeader.check(&s).and_then(|_| replicated(&s)) {
+                    if let Err(m) = EventuallyLeader::default()
+                        .check(&s)
+                        .and_then(|_| replicated(&s))
+                    {
                         path.push(m);
                         break Walk::NotLive;
                     }
@@ -950,23 +956,23 @@ fn eventually_leader_is_judged_only_at_a_quiescent_end() {
     // Nobody leads yet, but election timers are pending (as when a run stops at the event
     // limit): no violation can be claimed.
     assert!(!s.network.is_empty());
-    EventuallyLeader.check(&s).unwrap();
+    EventuallyLeader::default().check(&s).unwrap();
     // The same state with nothing left to happen is a violation.
     s.network.clear();
-    let e = EventuallyLeader.check(&s).unwrap_err();
+    let e = EventuallyLeader::default().check(&s).unwrap_err();
     assert!(e.contains("none leads"), "{e}");
     // With a majority down there is nothing to claim.
     s.nodes[0].alive = false;
     s.nodes[1].alive = false;
-    EventuallyLeader.check(&s).unwrap();
+    EventuallyLeader::default().check(&s).unwrap();
     // A leader some live node does not follow.
     let mut d = Driver::new(&load("raft-1"));
     d.run(&[Crash(1)]);
     let mut s = d.last().clone();
     s.network.clear();
-    EventuallyLeader.check(&s).unwrap();
+    EventuallyLeader::default().check(&s).unwrap();
     s.nodes[2].vars.insert("leader".into(), Value::Null);
-    let e = EventuallyLeader.check(&s).unwrap_err();
+    let e = EventuallyLeader::default().check(&s).unwrap_err();
     assert!(e.contains("n2 (term 1) knows no leader"), "{e}");
 }
 #[test]
