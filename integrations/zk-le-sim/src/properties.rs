@@ -36,6 +36,11 @@ impl ZabView for SimView {
     fn established(&self) -> bool {
         self.established
     }
+    /// The simulator has no sync timeouts to leave a stalled `new_leader` hand-off by, so a
+    /// leading or following node counts (see flymc-zab-properties' docs).
+    fn in_service(&self) -> bool {
+        true
+    }
     fn current_epoch(&self) -> Option<u64> {
         self.current_epoch
     }

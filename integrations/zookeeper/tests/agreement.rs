@@ -9,7 +9,9 @@ use std::path::Path;
 
 use flymc_model::{GlobalState, NodeView, Property, System, Workload};
 use flymc_zk_le_sim::ZkLeSimSystem;
-use flymc_zookeeper::properties::{ACKED_IN_LATER_LEADERS, NO_UNCAUGHT_EXCEPTION};
+use flymc_zookeeper::properties::{
+    ACKED_IN_LATER_LEADERS, EVENTUALLY_QUORUM_FOLLOWS_LEADER, NO_UNCAUGHT_EXCEPTION,
+};
 use serde_json::{json, Map, Value};
 
 /// One node of a scenario state: `(alive, state, established, epoch, leader)`.
@@ -98,6 +100,8 @@ fn verdicts(mut props: Vec<Box<dyn Property>>, states: &[GlobalState]) -> Vec<Ve
         .collect()
 }
 
+const ELECTED_NOT_SYNCED: &str = "election over, discovery not yet";
+
 fn scenarios() -> Vec<(&'static str, Vec<Vec<N>>)> {
     let (lead, follow) = (
         up("LEADING", true, 1, Some(0)),
@@ -109,7 +113,7 @@ fn scenarios() -> Vec<(&'static str, Vec<Vec<N>>)> {
             vec![vec![lead, follow, follow]],
         ),
         (
-            "election over, discovery not yet",
+            ELECTED_NOT_SYNCED,
             vec![vec![
                 up("LEADING", false, 0, Some(0)),
                 up("FOLLOWING", false, 0, Some(0)),
@@ -169,6 +173,21 @@ fn sim_and_real_zookeeper_give_the_same_verdicts_on_the_same_states() {
                 );
             }
             state.retain(|(name, _)| !real_only.contains(&name.as_str()));
+        }
+        if what == ELECTED_NOT_SYNCED {
+            // The one documented difference (ZabView::in_service): the simulator counts a
+            // leader and follower as serving once elected, real ZooKeeper once established.
+            let flip = |vs: &mut Vec<Vec<(String, bool)>>| {
+                for (name, bad) in vs.iter_mut().flatten() {
+                    if name == EVENTUALLY_QUORUM_FOLLOWS_LEADER {
+                        *bad = !*bad;
+                    }
+                }
+            };
+            let mut flipped = vs.clone();
+            flip(&mut flipped);
+            assert_eq!(flipped, vr, "{what}: only the liveness verdict differs");
+            continue;
         }
         assert_eq!(vs, vr, "{what}: zk-le-sim's verdicts, then the real one's");
         broken.extend(vs.into_iter().flatten().filter(|v| v.1).map(|v| v.0));
