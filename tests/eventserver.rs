@@ -12,10 +12,12 @@ use std::path::Path;
 
 use flymc::demo::DemoSystem;
 use flymc::hookbench::{bench_hooks, HookBenchConfig};
-use flymc_core::executor::{Ending, Executor, Plan, Run, Tail, HANG_PROPERTY};
+use flymc_core::executor::Executor;
 use flymc_core::explore::{explore_with, ExploreConfig};
 use flymc_core::pathfile::PathFile;
+use flymc_core::plan::{Plan, Tail};
 use flymc_core::replay::{replay, ReplayOutcome};
+use flymc_core::run::{Ending, Run, HANG_PROPERTY};
 use flymc_model::{EventKind, GlobalState, System, Target, TargetError, Workload};
 use flymc_real::cluster::live_processes;
 use flymc_real::RealTarget;

@@ -7,8 +7,10 @@ use std::collections::HashSet;
 
 use common::flymc_in;
 use flymc::systems;
-use flymc_core::executor::{Ending, Executor, Plan, Run, Tail};
+use flymc_core::executor::Executor;
 use flymc_core::explore::{ExploreConfig, Outcome};
+use flymc_core::plan::{Plan, Tail};
+use flymc_core::run::{Ending, Run};
 use flymc_core::workloads;
 use flymc_model::{EventId, Symmetry};
 use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};

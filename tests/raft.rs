@@ -11,10 +11,12 @@ mod common;
 use std::path::Path;
 
 use flymc::systems;
-use flymc_core::executor::{Ending, Executor, Plan, Run, Tail};
+use flymc_core::executor::Executor;
 use flymc_core::explore::{explore_with, ExploreConfig};
 use flymc_core::pathfile::PathFile;
+use flymc_core::plan::{Plan, Tail};
 use flymc_core::replay::{replay, ReplayOutcome};
+use flymc_core::run::{Ending, Run};
 use flymc_model::{System, Workload};
 use flymc_raft::{Flavor, RaftSystem};
 use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};

@@ -448,8 +448,10 @@ enum Fault {
 fn fifo_with_faults(
     w: &flymc_model::Workload,
     schedule: &[(Option<&str>, &[Fault])],
-) -> flymc_core::executor::Run {
-    use flymc_core::executor::{Ending, Executor, Plan, Tail};
+) -> flymc_core::run::Run {
+    use flymc_core::executor::Executor;
+    use flymc_core::plan::{Plan, Tail};
+    use flymc_core::run::Ending;
     use flymc_model::{EventId, System};
     let sys = flymc_zookeeper::ZookeeperSystem::default();
     let ex = Executor::new(&sys, w);

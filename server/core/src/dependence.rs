@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use flymc_model::{Event, EventId, EventKind, GlobalState};
 
-use crate::executor::Run;
+use crate::run::Run;
 
 pub trait Dependence {
     /// May running `a` then `b` from `state` end differently from `b` then `a`? `b` need not

@@ -1,152 +1,26 @@
 //! The executor: runs one path on a target.
 //!
-//! It follows a plan's prefix of event identities, then continues with the plan's tail rule,
-//! recording for every step the enabled set, the chosen event, its vector clock and the state it
-//! led to, and checking safety properties after every step. A run ends when nothing is enabled,
-//! on a violation, or at the workload's event limit; liveness properties are checked on the state
-//! it ends in.
-
-use std::collections::HashMap;
+//! It follows a plan's prefix of event identities, then lets the order policy the plan names
+//! ([`crate::order`]) pick, recording for every step the enabled set, the chosen event, its
+//! vector clock and the state it led to, and checking safety properties after every step. A run
+//! ends when nothing is enabled, on a violation, or at the workload's event limit; liveness
+//! properties are checked on the state it ends in. This is mechanism only: which event comes
+//! next when the prefix names none is the order's choice, and the plan's sleep set a filter
+//! over it.
 
 use flymc_model::{
-    Event, EventId, EventKind, GlobalState, NodeId, PropertyKind, System, Target, TargetError,
-    VectorClock, Violation, Workload,
+    EventKind, GlobalState, Property, PropertyKind, System, Target, TargetError, Violation,
+    Workload,
 };
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
 use crate::cache::StateEventCache;
-use crate::dependence::{propagate_sleep, Dependence};
-
-/// What to do once the prefix is used up.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Tail {
-    /// The oldest pending message first, then client requests, then timers; never a crash or
-    /// reboot: the order of a network that delivers promptly and clients and timers that wait.
-    Fifo,
-    /// A uniformly random enabled event, crashes and reboots included, from this seed.
-    Random(u64),
-    /// Stop when the prefix is used up (replay).
-    Stop,
-}
-
-/// A path to explore: forced event identities, then the tail rule.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Plan {
-    pub prefix: Vec<EventId>,
-    pub tail: Tail,
-    /// Give up (instead of continuing with the tail) when a prefix event is not enabled.
-    pub strict: bool,
-    /// The sleep set from step `sleep_at` on: events whose orders from there are explored by
-    /// other paths, so the tail does not pick them until an event they depend on runs
-    /// (Godefroid's sleep sets). It is carried through the rest of the prefix, which it does not
-    /// constrain. Honoured only when the executor is given a dependence judgement.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub sleep: Vec<EventId>,
-    #[serde(default)]
-    pub sleep_at: usize,
-}
-
-impl Plan {
-    pub fn fifo(prefix: Vec<EventId>) -> Self {
-        Plan {
-            prefix,
-            tail: Tail::Fifo,
-            strict: false,
-            sleep: Vec::new(),
-            sleep_at: 0,
-        }
-    }
-}
-
-/// An event as it was enabled in a step, with its causal position.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Enabled {
-    pub event: Event,
-    /// Vector clock of the event's creation: what happened before it was sent.
-    pub vc: VectorClock,
-}
-
-/// One step of a run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Step {
-    /// Everything that could have been enabled, in a deterministic order.
-    pub enabled: Vec<Enabled>,
-    /// Index into `enabled` of the event that was.
-    pub chosen: usize,
-    /// Vector clock of the step at the node that processed it.
-    pub vc: VectorClock,
-    /// The state came from the state-event cache rather than from the target.
-    pub cached: bool,
-}
-
-impl Step {
-    pub fn event(&self) -> &Event {
-        &self.enabled[self.chosen].event
-    }
-
-    /// Does step `self` happen before the creation of `later`?
-    pub fn happens_before(&self, later: &Enabled) -> bool {
-        let node = self.event().to;
-        later.vc.get(node) >= self.vc.get(node)
-    }
-}
-
-/// Why a run ended.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Ending {
-    /// Nothing left to enable.
-    Quiescent,
-    /// The workload's event limit was reached.
-    EventLimit,
-    /// A property was violated.
-    Violation,
-    /// A strict plan named an event that was not enabled at this step.
-    Diverged { step: usize, missing: EventId },
-    /// Every event the tail could pick was asleep: the rest of this path is explored by others.
-    SleepBlocked,
-    /// A node did not settle after this step's event: a liveness finding. The step is recorded
-    /// but has no resulting state.
-    Hang { step: usize },
-}
-
-/// The property name under which hangs are reported.
-pub const HANG_PROPERTY: &str = "node-settles";
-
-/// One executed path.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Run {
-    pub steps: Vec<Step>,
-    /// `states[0]` is the initial state; `states[i + 1]` the state after step `i`.
-    pub states: Vec<GlobalState>,
-    /// Hashes of `states`, computed once.
-    pub hashes: Vec<u64>,
-    pub ending: Ending,
-    pub violation: Option<Violation>,
-    /// What was still enabled when the run ended quiescent (only crashes and reboots, which a
-    /// FIFO tail never injects; strategies branch on them like on any other step), or when a
-    /// `Stop` tail ended it (everything).
-    pub final_enabled: Vec<Enabled>,
-    /// First step at which a non-strict plan's prefix could not be followed.
-    pub diverged_at: Option<usize>,
-    /// The system's [`System::crash_loses_sent`], for judging races in this run.
-    pub crash_loses_sent: bool,
-    /// [`Target::late_reports`] of this run.
-    #[serde(default)]
-    pub late_reports: u64,
-}
-
-impl Run {
-    pub fn events(&self) -> impl Iterator<Item = &Event> {
-        self.steps.iter().map(Step::event)
-    }
-
-    pub fn event_ids(&self) -> Vec<EventId> {
-        self.events().map(|e| e.id).collect()
-    }
-}
+use crate::clocks::Clocks;
+use crate::dependence::Dependence;
+use crate::faults::Faults;
+use crate::order::Order;
+use crate::plan::Plan;
+use crate::run::{Enabled, Ending, Run, Step, HANG_PROPERTY};
+use crate::sleepset::SleepSet;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
@@ -158,14 +32,6 @@ pub enum ExecError {
 pub struct Executor<'a> {
     pub system: &'a dyn System,
     pub workload: &'a Workload,
-}
-
-struct Faults {
-    crashes_left: u32,
-    reboots_left: u32,
-    crashed: Vec<bool>,
-    crash_count: Vec<u32>,
-    reboot_count: Vec<u32>,
 }
 
 impl<'a> Executor<'a> {
@@ -188,15 +54,13 @@ impl<'a> Executor<'a> {
         &self,
         target: &mut dyn Target,
         plan: &Plan,
-        mut cache: Option<&mut StateEventCache>,
+        cache: Option<&mut StateEventCache>,
         dep: Option<&mut dyn Dependence>,
     ) -> Result<Run, ExecError> {
-        let result = self
-            .run_inner(target, plan, &mut cache, dep)
-            .map(|mut run| {
-                run.late_reports = target.late_reports();
-                run
-            });
+        let result = self.run_inner(target, plan, cache, dep).map(|mut run| {
+            run.late_reports = target.late_reports();
+            run
+        });
         let stopped = target.stop();
         let run = result?;
         stopped.map_err(|source| ExecError::Target {
@@ -210,417 +74,287 @@ impl<'a> Executor<'a> {
         &self,
         target: &mut dyn Target,
         plan: &Plan,
-        cache: &mut Option<&mut StateEventCache>,
-        mut dep: Option<&mut dyn Dependence>,
+        cache: Option<&mut StateEventCache>,
+        dep: Option<&mut dyn Dependence>,
     ) -> Result<Run, ExecError> {
-        let w = self.workload;
-        let n = w.nodes;
-        let err = |step: usize| move |source| ExecError::Target { step, source };
-        target.start(w).map_err(err(0))?;
-        let mut props = self.system.properties(w);
-        let mut faults = Faults {
-            crashes_left: w.crashes,
-            reboots_left: w.reboots,
-            crashed: vec![false; n],
-            crash_count: vec![0; n],
-            reboot_count: vec![0; n],
-        };
-        let mut rng = match plan.tail {
-            Tail::Random(seed) => Some(ChaCha8Rng::seed_from_u64(seed)),
-            _ => None,
-        };
-        // Causal bookkeeping: per-node clocks, the clock of each executed step, and the creation
-        // clock of each event seen pending.
-        let mut node_clock: Vec<VectorClock> = vec![VectorClock::new(n); n];
-        let mut step_vc: HashMap<EventId, VectorClock> = HashMap::new();
-        let mut created: HashMap<EventId, VectorClock> = HashMap::new();
-
-        let state = target.settle().map_err(err(0))?;
-        let mut run = Run {
-            hashes: vec![state.hash()],
-            states: vec![state],
-            steps: Vec::new(),
-            ending: Ending::Quiescent,
-            violation: None,
-            final_enabled: Vec::new(),
-            diverged_at: None,
-            crash_loses_sent: self.system.crash_loses_sent(),
-            late_reports: 0,
-        };
-        if let Some(v) = check(&mut props, &run.states[0], 0, PropertyKind::Safety) {
-            run.violation = Some(v);
-            run.ending = Ending::Violation;
-            return Ok(run);
+        // One lifetime for the run's borrows: shorten the trait object's to it.
+        let dep = dep.map(|d| d as &mut dyn Dependence);
+        let mut r = Running::start(self, target, plan, cache, dep)?;
+        if r.violated(0, PropertyKind::Safety) {
+            return Ok(r.run);
         }
-
-        let mut cursor = 0;
-        // The sleep set, from step `plan.sleep_at` on; ids, resolved against each step's enabled
-        // events.
-        let mut sleep: Option<Vec<EventId>> = None;
-        let use_sleep = dep.is_some() && plan.tail == Tail::Fifo && !plan.sleep.is_empty();
-        // A run that reaches the event limit is not a dead state: before liveness is judged it
-        // gets a fair continuation (the default order, no faults, timers by deadline) of up to
-        // the limit again (MaceMC). A random walk needs it to leave its random choices behind; a
-        // default-order tail needs it too, as it fires the first timer listed, and a timer that
-        // re-arms itself there starves the others'. A path that holds such a continuation
-        // replays past the limit.
-        let continues = matches!(plan.tail, Tail::Random(_) | Tail::Fifo);
-        let mut limit = w.max_events;
-        let mut fair = false;
-        // When each node's timer of each name last fired, for the fair continuation's choice.
-        let mut last_fired: HashMap<(NodeId, String), usize> = HashMap::new();
-        // Virtual time for the fair continuation: when each pending timer was armed, on a clock
-        // that only fired timers advance (to their deadline); messages take no time.
-        let mut armed: HashMap<EventId, u64> = HashMap::new();
-        let mut now: u64 = 0;
         loop {
-            let step_no = run.steps.len();
-            if step_no >= limit {
-                if cursor < plan.prefix.len() && step_no < plan.prefix.len() {
-                    limit = plan.prefix.len();
-                } else if continues && !fair && {
-                    let last = run.states.last().expect("initial state");
-                    check(&mut props, last, step_no, PropertyKind::Liveness).is_some()
-                } {
-                    fair = true;
-                    limit = step_no + w.max_events;
-                } else {
-                    run.ending = Ending::EventLimit;
-                    break;
-                }
-            }
-            let mut enabled: Vec<Enabled> = target
-                .pending()
-                .into_iter()
-                .map(|event| {
-                    let vc = created
-                        .entry(event.id)
-                        .or_insert_with(|| match event.parent {
-                            Some(p) => step_vc
-                                .get(&p)
-                                .cloned()
-                                .unwrap_or_else(|| VectorClock::new(n)),
-                            None => VectorClock::new(n),
-                        })
-                        .clone();
-                    Enabled { event, vc }
-                })
-                .collect();
-            self.add_faults(&mut enabled, &faults, &step_vc, n);
-            if continues {
-                for e in enabled.iter().filter(|e| e.event.delay_ms.is_some()) {
-                    armed.entry(e.event.id).or_insert(now);
-                }
-            }
-            if enabled.is_empty() {
-                run.ending = Ending::Quiescent;
-                break;
-            }
-
-            // Follow the prefix with a cursor. A non-strict plan skips prefix events that never
-            // became enabled (an earlier flip can change what a later message is) and goes on.
-            let mut chosen = None;
-            while let Some(id) = plan.prefix.get(cursor) {
-                if let Some(i) = enabled.iter().position(|e| e.event.id == *id) {
-                    cursor += 1;
-                    chosen = Some(i);
-                    break;
-                }
-                if plan.strict {
-                    run.ending = Ending::Diverged {
-                        step: step_no,
-                        missing: *id,
-                    };
-                    return Ok(run);
-                }
-                run.diverged_at.get_or_insert(step_no);
-                cursor += 1;
-            }
-            if use_sleep && step_no == plan.sleep_at && run.diverged_at.is_none() {
-                sleep = Some(plan.sleep.clone());
-            }
-            if run.diverged_at.is_some() {
-                // A prefix that could not be followed leads elsewhere than the sleep set was
-                // computed for.
-                sleep = None;
-            }
-            let tail_sleep = if chosen.is_none() {
-                sleep.as_ref()
-            } else {
-                None
-            };
-            let asleep = |e: &Enabled| tail_sleep.is_some_and(|z| z.contains(&e.event.id));
-            let chosen = match chosen {
-                Some(i) => i,
-                None => match plan.tail {
-                    Tail::Stop => {
-                        // What could come next, for whoever stepped through the prefix.
-                        run.final_enabled = enabled;
-                        break;
-                    }
-                    Tail::Random(_) if !fair => {
-                        rng.as_mut().expect("seeded").gen_range(0..enabled.len())
-                    }
-                    _ => match default_pick(
-                        &enabled,
-                        &asleep,
-                        fair.then_some(&|e: &Enabled| TimerRank {
-                            deadline: e
-                                .event
-                                .delay_ms
-                                .map(|d| armed.get(&e.event.id).copied().unwrap_or(now) + d),
-                            last_fired: last_fired
-                                .get(&(e.event.to, e.event.name.clone()))
-                                .map_or(0, |s| s + 1),
-                        }),
-                    ) {
-                        Some(i) => i,
-                        None => {
-                            let (sleeping, awake): (Vec<Enabled>, Vec<Enabled>) =
-                                enabled.into_iter().partition(|e| asleep(e));
-                            run.ending = if sleeping.iter().any(|e| !e.event.is_fault()) {
-                                Ending::SleepBlocked
-                            } else {
-                                Ending::Quiescent
-                            };
-                            run.final_enabled = awake;
-                            break;
-                        }
-                    },
-                },
-            };
-
-            let event = enabled[chosen].event.clone();
-            if let (Some(z), Some(dep)) = (sleep.as_mut(), dep.as_deref_mut()) {
-                if !z.is_empty() {
-                    let events: Vec<Event> = enabled
-                        .iter()
-                        .filter(|e| z.contains(&e.event.id))
-                        .map(|e| e.event.clone())
-                        .collect();
-                    let state = run.states.last().expect("initial state");
-                    *z = propagate_sleep(dep, state, &events, &event, run.crash_loses_sent)
-                        .into_iter()
-                        .map(|e| e.id)
-                        .collect();
-                }
-            }
-            let node: NodeId = event.to;
-            // For the fair continuation.
-            if event.kind == EventKind::Timeout && continues {
-                last_fired.insert((node, event.name.clone()), step_no);
-                if let (Some(d), Some(at)) = (event.delay_ms, armed.get(&event.id)) {
-                    now = now.max(at + d);
-                }
-            }
-            node_clock[node].join(&enabled[chosen].vc);
-            node_clock[node].tick(node);
-            let vc = node_clock[node].clone();
-            step_vc.insert(event.id, vc.clone());
-
-            let before = *run.hashes.last().expect("initial state");
-            let cached_state = cache
-                .as_deref_mut()
-                .and_then(|c| c.lookup(before, event.id));
-            let done = match event.kind {
-                EventKind::Crash => target.crash(node).map(|_| {
-                    faults.crashes_left -= 1;
-                    faults.crashed[node] = true;
-                    faults.crash_count[node] += 1;
-                }),
-                EventKind::Reboot => target.reboot(node).map(|_| {
-                    faults.reboots_left -= 1;
-                    faults.crashed[node] = false;
-                    faults.reboot_count[node] += 1;
-                }),
-                _ => target.enable(event.id),
-            };
-            // With a cached S' the executor need not wait for the target to settle; a simulated
-            // target settles instantly, so we still read it and only count the hit.
-            let settled = done.and_then(|_| match cached_state {
-                Some((state, hash)) => Ok((state, Some(hash))),
-                None => target.settle().map(|s| (s, None)),
-            });
-            let (state, was_cached) = match settled {
-                Ok(s) => s,
-                Err(TargetError::Hang { node, millis }) => {
-                    run.steps.push(Step {
-                        enabled,
-                        chosen,
-                        vc,
-                        cached: false,
-                    });
-                    run.ending = Ending::Hang { step: step_no };
-                    run.violation = Some(Violation {
-                        property: HANG_PROPERTY.into(),
-                        kind: PropertyKind::Liveness,
-                        message: format!(
-                            "n{node} did not settle within {millis} ms after {}",
-                            event.describe()
-                        ),
-                        step: step_no,
-                    });
-                    return Ok(run);
-                }
-                Err(source) => {
-                    return Err(ExecError::Target {
-                        step: step_no,
-                        source,
-                    })
-                }
-            };
-            let hash = was_cached.unwrap_or_else(|| state.hash());
-            if let Some(c) = cache.as_deref_mut() {
-                if was_cached.is_none() {
-                    c.insert(before, event.id, &state, hash);
-                }
-            }
-            run.steps.push(Step {
-                enabled,
-                chosen,
-                vc,
-                cached: was_cached.is_some(),
-            });
-            run.states.push(state);
-            run.hashes.push(hash);
-            if let Some(v) = check(
-                &mut props,
-                run.states.last().unwrap(),
-                step_no,
-                PropertyKind::Safety,
-            ) {
-                run.violation = Some(v);
-                run.ending = Ending::Violation;
-                return Ok(run);
+            match r.step()? {
+                Flow::Next => {}
+                Flow::End => return Ok(r.finish()),
+                Flow::Ended => return Ok(r.run),
             }
         }
-        // A sleep-blocked run did not end: its end state says nothing about liveness.
-        let last = run.steps.len().saturating_sub(1);
-        if run.ending == Ending::SleepBlocked {
-            return Ok(run);
-        }
-        if let Some(v) = check(
-            &mut props,
-            run.states.last().unwrap(),
-            last,
-            PropertyKind::Liveness,
-        ) {
-            run.violation = Some(v);
-            run.ending = Ending::Violation;
-        }
-        Ok(run)
+    }
+}
+
+/// What a step leaves the run to do.
+enum Flow {
+    Next,
+    /// The run ends here; liveness is still to be judged.
+    End,
+    /// The run ended and is judged (a violation, a hang, a strict plan's divergence).
+    Ended,
+}
+
+/// One run in progress: the plan's cursor and the books the executor keeps.
+struct Running<'r> {
+    workload: &'r Workload,
+    target: &'r mut dyn Target,
+    plan: &'r Plan,
+    cache: Option<&'r mut StateEventCache>,
+    props: Vec<Box<dyn Property>>,
+    order: Box<dyn Order>,
+    sleep: SleepSet<'r>,
+    clocks: Clocks,
+    faults: Faults,
+    /// The next prefix entry to follow.
+    cursor: usize,
+    /// The step count the run ends at.
+    limit: usize,
+    run: Run,
+}
+
+impl<'r> Running<'r> {
+    /// Start the target and record its initial state.
+    fn start(
+        exec: &'r Executor<'r>,
+        target: &'r mut dyn Target,
+        plan: &'r Plan,
+        cache: Option<&'r mut StateEventCache>,
+        dep: Option<&'r mut dyn Dependence>,
+    ) -> Result<Self, ExecError> {
+        let w = exec.workload;
+        let err = |source| ExecError::Target { step: 0, source };
+        target.start(w).map_err(err)?;
+        let props = exec.system.properties(w);
+        let state = target.settle().map_err(err)?;
+        Ok(Running {
+            workload: w,
+            target,
+            plan,
+            cache,
+            props,
+            order: plan.tail.order(),
+            sleep: SleepSet::new(plan, dep),
+            clocks: Clocks::new(w.nodes),
+            faults: Faults::new(w),
+            cursor: 0,
+            limit: w.max_events,
+            run: Run {
+                hashes: vec![state.hash()],
+                states: vec![state],
+                steps: Vec::new(),
+                ending: Ending::Quiescent,
+                violation: None,
+                final_enabled: Vec::new(),
+                diverged_at: None,
+                crash_loses_sent: exec.system.crash_loses_sent(),
+                late_reports: 0,
+            },
+        })
     }
 
-    /// Crash and reboot candidates allowed by the workload's budgets.
-    fn add_faults(
-        &self,
-        enabled: &mut Vec<Enabled>,
-        f: &Faults,
-        step_vc: &HashMap<EventId, VectorClock>,
-        n: usize,
-    ) {
-        for node in 0..n {
-            if f.crashed[node] {
-                if f.reboots_left > 0 {
-                    // A reboot comes causally after the crash it undoes.
-                    let crash = EventId::crash(node, f.crash_count[node] - 1);
-                    let vc = step_vc
-                        .get(&crash)
-                        .cloned()
-                        .unwrap_or_else(|| VectorClock::new(n));
-                    enabled.push(Enabled {
-                        event: Event::reboot(node, f.reboot_count[node]),
-                        vc,
-                    });
-                }
-            } else if f.crashes_left > 0 && self.workload.crash_nodes.contains(&node) {
-                // A crash can strike at any moment: no causal past. The nth crash of a node
-                // comes after its previous reboot.
-                let vc = match f.reboot_count[node] {
-                    0 => VectorClock::new(n),
-                    k => step_vc
-                        .get(&EventId::reboot(node, k - 1))
-                        .cloned()
-                        .unwrap_or_else(|| VectorClock::new(n)),
-                };
-                enabled.push(Enabled {
-                    event: Event::crash(node, f.crash_count[node]),
+    fn step(&mut self) -> Result<Flow, ExecError> {
+        let step = self.run.steps.len();
+        if step >= self.limit && !self.past_limit(step) {
+            self.run.ending = Ending::EventLimit;
+            return Ok(Flow::End);
+        }
+        let enabled = self.enabled();
+        if enabled.is_empty() {
+            self.run.ending = Ending::Quiescent;
+            return Ok(Flow::End);
+        }
+        let from_prefix = match self.follow_prefix(&enabled, step) {
+            Ok(i) => i,
+            Err(diverged) => {
+                self.run.ending = diverged;
+                return Ok(Flow::Ended);
+            }
+        };
+        self.sleep.before_step(step, self.run.diverged_at.is_some());
+        let sleep = &self.sleep;
+        let picked = from_prefix.or_else(|| self.order.pick(&enabled, &|e| sleep.asleep(e)));
+        let Some(chosen) = picked else {
+            self.end_unpicked(enabled);
+            return Ok(Flow::End);
+        };
+        self.order.observe(&enabled, chosen, step);
+        let state = self.run.states.last().expect("initial state");
+        let event = &enabled[chosen].event;
+        self.sleep
+            .after_step(state, &enabled, event, self.run.crash_loses_sent);
+        self.execute(enabled, chosen, step)
+    }
+
+    /// At the event limit: may the run go on? A prefix longer than the limit is followed to its
+    /// end (it may hold a fair continuation); after that the order may name a continuation,
+    /// taken when a liveness property fails here.
+    fn past_limit(&mut self, step: usize) -> bool {
+        let prefix = self.plan.prefix.len();
+        if self.cursor < prefix && step < prefix {
+            self.limit = prefix;
+            return true;
+        }
+        let Some(next) = self.order.continuation() else {
+            return false;
+        };
+        let last = self.run.states.last().expect("initial state");
+        if check(&mut self.props, last, step, PropertyKind::Liveness).is_none() {
+            return false;
+        }
+        self.order = next;
+        self.limit = step + self.workload.max_events;
+        true
+    }
+
+    /// What is pending, with its creation clocks, and the faults the budgets allow.
+    fn enabled(&mut self) -> Vec<Enabled> {
+        let mut enabled = self.clocks.enabled(self.target.pending());
+        self.faults.add_candidates(&mut enabled, &self.clocks);
+        enabled
+    }
+
+    /// The prefix's event for this step, if it names one. A non-strict plan skips prefix events
+    /// that never became enabled (an earlier flip can change what a later message is) and goes
+    /// on; a strict one ends the run.
+    fn follow_prefix(&mut self, enabled: &[Enabled], step: usize) -> Result<Option<usize>, Ending> {
+        while let Some(id) = self.plan.prefix.get(self.cursor) {
+            if let Some(i) = enabled.iter().position(|e| e.event.id == *id) {
+                self.cursor += 1;
+                return Ok(Some(i));
+            }
+            if self.plan.strict {
+                return Err(Ending::Diverged { step, missing: *id });
+            }
+            self.run.diverged_at.get_or_insert(step);
+            self.cursor += 1;
+        }
+        Ok(None)
+    }
+
+    /// The order picked nothing: the run is quiescent, or blocked by its sleep set when a
+    /// sleeping event other than a fault is left.
+    fn end_unpicked(&mut self, enabled: Vec<Enabled>) {
+        let (sleeping, awake): (Vec<Enabled>, Vec<Enabled>) =
+            enabled.into_iter().partition(|e| self.sleep.asleep(e));
+        self.run.ending = if sleeping.iter().any(|e| !e.event.is_fault()) {
+            Ending::SleepBlocked
+        } else {
+            Ending::Quiescent
+        };
+        // What could come next, for whoever steps through the path.
+        self.run.final_enabled = awake;
+    }
+
+    /// Run `enabled[chosen]` on the target (or take its state from the cache) and record it.
+    fn execute(
+        &mut self,
+        enabled: Vec<Enabled>,
+        chosen: usize,
+        step: usize,
+    ) -> Result<Flow, ExecError> {
+        let event = enabled[chosen].event.clone();
+        let vc = self.clocks.step(&enabled[chosen]);
+        let before = *self.run.hashes.last().expect("initial state");
+        let cached = self
+            .cache
+            .as_deref_mut()
+            .and_then(|c| c.lookup(before, event.id));
+        // With a cached S' the executor need not wait for the target to settle; a simulated
+        // target settles instantly, so we still read it and only count the hit.
+        let settled = self.apply(&event).and_then(|_| match cached {
+            Some((state, hash)) => Ok((state, Some(hash))),
+            None => self.target.settle().map(|s| (s, None)),
+        });
+        let (state, was_cached) = match settled {
+            Ok(s) => s,
+            Err(TargetError::Hang { node, millis }) => {
+                let message = format!(
+                    "n{node} did not settle within {millis} ms after {}",
+                    event.describe()
+                );
+                self.run.steps.push(Step {
+                    enabled,
+                    chosen,
                     vc,
+                    cached: false,
                 });
+                self.hang(step, message);
+                return Ok(Flow::Ended);
             }
+            Err(source) => return Err(ExecError::Target { step, source }),
+        };
+        let hash = was_cached.unwrap_or_else(|| state.hash());
+        if let (Some(c), None) = (self.cache.as_deref_mut(), was_cached) {
+            c.insert(before, event.id, &state, hash);
+        }
+        self.run.steps.push(Step {
+            enabled,
+            chosen,
+            vc,
+            cached: was_cached.is_some(),
+        });
+        self.run.states.push(state);
+        self.run.hashes.push(hash);
+        Ok(if self.violated(step, PropertyKind::Safety) {
+            Flow::Ended
+        } else {
+            Flow::Next
+        })
+    }
+
+    /// Deliver, crash or reboot, spending the fault budget only when the target did.
+    fn apply(&mut self, event: &flymc_model::Event) -> Result<(), TargetError> {
+        let node = event.to;
+        match event.kind {
+            EventKind::Crash => self.target.crash(node).map(|_| self.faults.crashed(node)),
+            EventKind::Reboot => self.target.reboot(node).map(|_| self.faults.rebooted(node)),
+            _ => self.target.enable(event.id),
         }
     }
-}
 
-/// How the fair continuation ranks a pending timer.
-struct TimerRank {
-    /// Virtual time it is due, when its node said how long it waits.
-    deadline: Option<u64>,
-    /// 0 if it never fired at its node, else 1 + the step it last did.
-    last_fired: usize,
-}
+    /// A node did not settle after step `step`: a liveness finding, with no resulting state.
+    fn hang(&mut self, step: usize, message: String) {
+        self.run.ending = Ending::Hang { step };
+        self.run.violation = Some(Violation {
+            property: HANG_PROPERTY.into(),
+            kind: PropertyKind::Liveness,
+            message,
+            step,
+        });
+    }
 
-/// The default order: the first pending message; a client request only when no message is in
-/// flight, a crash-point disk write or timer only when neither is (external inputs arrive, and
-/// timeouts fire, when the system is quiet); never a crash or reboot, which stay choices for the
-/// strategies. Sleeping events are passed over.
-///
-/// With `timer_rank` (the fair continuation), timers are judged as a real clock would. A real
-/// target lists pending events by node, and a timer that re-arms whenever its node gets a
-/// message (ZooKeeper's election poll) would otherwise fire at the first node forever while
-/// the others' never do: liveness judged on a schedule no real clock produces. So if the first
-/// timer's duration is known, the timer with the earliest deadline among those whose duration
-/// is known fires (ties: the one that fired least recently at its node); otherwise the first
-/// timer's kind goes, at the node where it fired least recently. (Rotating among all timers
-/// instead lets long timers, a leader's wait for its followers, fire as often as short ones,
-/// which no real clock does either.)
-fn default_pick(
-    enabled: &[Enabled],
-    asleep: &dyn Fn(&Enabled) -> bool,
-    timer_rank: Option<&dyn Fn(&Enabled) -> TimerRank>,
-) -> Option<usize> {
-    // A crash-point disk write (`disk:<name>`, timer-like in the model) is a write in progress:
-    // it completes before timers fire, as on a disk that is not stalled.
-    let disk =
-        |e: &Enabled| e.event.kind == EventKind::Timeout && e.event.name.starts_with("disk:");
-    [EventKind::Message, EventKind::Client]
-        .iter()
-        .find_map(|k| {
-            enabled
-                .iter()
-                .position(|e| e.event.kind == *k && !asleep(e))
-        })
-        .or_else(|| enabled.iter().position(|e| disk(e) && !asleep(e)))
-        .or_else(|| {
-            let first = enabled
-                .iter()
-                .position(|e| e.event.kind == EventKind::Timeout && !asleep(e))?;
-            let Some(rank) = timer_rank else {
-                return Some(first);
-            };
-            let timers = (0..enabled.len()).filter(|&i| {
-                let e = &enabled[i];
-                e.event.kind == EventKind::Timeout && !asleep(e)
-            });
-            if rank(&enabled[first]).deadline.is_some() {
-                return timers
-                    .filter_map(|i| {
-                        let r = rank(&enabled[i]);
-                        r.deadline.map(|d| (d, r.last_fired, i))
-                    })
-                    .min()
-                    .map(|(_, _, i)| i);
-            }
-            // The same timer at another node, if it fired less recently.
-            let name = &enabled[first].event.name;
-            timers
-                .filter(|&i| enabled[i].event.name == *name)
-                .min_by_key(|&i| (rank(&enabled[i]).last_fired, i))
-        })
+    /// Check the last state against the `kind` properties, recording the first violation.
+    fn violated(&mut self, step: usize, kind: PropertyKind) -> bool {
+        let last = self.run.states.last().expect("initial state");
+        let Some(v) = check(&mut self.props, last, step, kind) else {
+            return false;
+        };
+        self.run.violation = Some(v);
+        self.run.ending = Ending::Violation;
+        true
+    }
+
+    /// Judge liveness on the state the run ended in; a sleep-blocked run did not end, so its
+    /// end state says nothing about liveness.
+    fn finish(mut self) -> Run {
+        if self.run.ending != Ending::SleepBlocked {
+            let last = self.run.steps.len().saturating_sub(1);
+            self.violated(last, PropertyKind::Liveness);
+        }
+        self.run
+    }
 }
 
 fn check(
-    props: &mut [Box<dyn flymc_model::Property>],
+    props: &mut [Box<dyn Property>],
     state: &GlobalState,
     step: usize,
     kind: PropertyKind,
@@ -641,7 +375,11 @@ fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flymc_model::{NodeView, Property, Symmetry, TargetError};
+    use crate::order::{default_pick, TimerRank};
+    use crate::plan::Plan;
+    use flymc_model::{
+        Event, EventId, EventKind, NodeId, NodeView, Property, Symmetry, TargetError, VectorClock,
+    };
     use serde_json::{json, Map};
 
     fn timer(id: u64, name: &str, to: NodeId, delay_ms: Option<u64>) -> Enabled {

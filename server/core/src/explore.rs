@@ -7,7 +7,9 @@ use flymc_model::{System, Workload};
 use serde::Serialize;
 
 use crate::cache::StateEventCache;
-use crate::executor::{ExecError, Executor, Plan, Run, Tail};
+use crate::executor::{ExecError, Executor};
+use crate::plan::{Plan, Tail};
+use crate::run::Run;
 use crate::strategy::{Strategy, StrategyStats};
 
 #[derive(Debug, thiserror::Error)]

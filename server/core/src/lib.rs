@@ -1,18 +1,24 @@
 //! flymc's exploration core: everything between a strategy and a target.
 //!
-//! The [`executor`] runs one path on a [`flymc_model::Target`], following a [`executor::Plan`]'s
-//! prefix and then the order policy the plan names; a [`strategy::Strategy`] decides which paths
-//! to run; [`explore`] is the loop between them; the [`cache`] stands in for re-running a step
+//! The [`executor`] runs one path on a [`flymc_model::Target`], following a [`plan::Plan`]'s
+//! prefix and then the [`order`] policy the plan names, and hands back a [`run::Run`]; a
+//! [`strategy::Strategy`] decides which paths to run; [`explore`] is the loop between them; the [`cache`] stands in for re-running a step
 //! whose result is known; [`dependence`] judges which events race (sleep sets);
 //! [`pathfile`] writes and reads the paths that [`replay`] re-executes; [`workloads`] finds the
 //! workload files the command line names.
 
 pub mod cache;
+mod clocks;
 pub mod dependence;
 pub mod executor;
 pub mod explore;
+mod faults;
+pub mod order;
 pub mod pathfile;
+pub mod plan;
 pub mod replay;
+pub mod run;
+mod sleepset;
 pub mod strategy;
 pub mod workloads;
 

@@ -9,7 +9,7 @@ use flymc_model::{EventId, GlobalState, Violation, Workload};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::executor::{Ending, Run};
+use crate::run::{Ending, Run};
 
 pub const FORMAT: &str = "flymc-path";
 pub const VERSION: u64 = 1;

@@ -4,8 +4,10 @@ use std::path::Path;
 
 use flymc_model::{GlobalState, System, Violation, Workload};
 
-use crate::executor::{Ending, ExecError, Executor, Plan, Tail};
+use crate::executor::{ExecError, Executor};
 use crate::pathfile::PathFile;
+use crate::plan::{Plan, Tail};
+use crate::run::Ending;
 use crate::workloads;
 
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 use crate::dependence::Dependence;
-use crate::executor::{Plan, Run};
+use crate::plan::Plan;
+use crate::run::Run;
 
 /// Counters a strategy reports in the run summary and in benchmarks.
 #[derive(Clone, Debug, Default, Serialize)]

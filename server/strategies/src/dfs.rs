@@ -12,7 +12,8 @@ use std::collections::{HashMap, HashSet};
 use flymc_model::{stable_hash, Event, EventId, EventKind};
 
 use super::{Strategy, StrategyStats};
-use flymc_core::executor::{Plan, Run};
+use flymc_core::plan::Plan;
+use flymc_core::run::Run;
 
 /// A state as DFS tells states apart: its hash and the fault budgets already spent, since two
 /// runs in the same state with different budgets left can go on differently.

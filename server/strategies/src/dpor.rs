@@ -15,7 +15,8 @@ use rand_chacha::ChaCha8Rng;
 use super::sleep::{origins, Origin, SleepSets};
 use super::{Strategy, StrategyStats};
 pub use flymc_core::dependence::Dependence;
-use flymc_core::executor::{Ending, Plan, Run, Tail};
+use flymc_core::plan::{Plan, Tail};
+use flymc_core::run::{Ending, Run};
 
 /// The event with id `id` enabled before step `i` (or at the end of the run).
 pub fn enabled_event(run: &Run, i: usize, id: EventId) -> Option<&Event> {
@@ -353,7 +354,7 @@ mod tests {
 
     use super::*;
     use crate::mdpor::SameNode;
-    use flymc_core::executor::{Enabled, Step};
+    use flymc_core::run::{Enabled, Step};
 
     fn event(id: u64, kind: EventKind, to: usize) -> Enabled {
         Enabled {

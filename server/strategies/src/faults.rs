@@ -26,7 +26,8 @@ use serde_json::{json, Map, Value};
 
 use super::dfs::spent_after;
 use super::{Strategy, StrategyStats};
-use flymc_core::executor::{Plan, Run};
+use flymc_core::plan::Plan;
+use flymc_core::run::Run;
 
 pub struct Faults {
     vars: Option<Vec<String>>,

@@ -4,7 +4,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::Strategy;
-use flymc_core::executor::{Plan, Run, Tail};
+use flymc_core::plan::{Plan, Tail};
+use flymc_core::run::Run;
 
 pub struct RandomWalk {
     rng: ChaCha8Rng,

@@ -11,7 +11,7 @@ use flymc_model::sets::SetsFile;
 use flymc_model::{Event, EventId, EventKind, GlobalState, Symmetry};
 
 use super::dpor::{enabled_event, Dependence, Dpor, DporOptions};
-use flymc_core::executor::Run;
+use flymc_core::run::Run;
 
 pub struct SamcRules {
     sets: SetsFile,

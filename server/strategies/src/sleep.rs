@@ -17,7 +17,7 @@ use flymc_model::{Event, EventId, GlobalState};
 
 use crate::dpor::enabled_event;
 use flymc_core::dependence::{propagate_sleep, Dependence};
-use flymc_core::executor::Run;
+use flymc_core::run::Run;
 
 /// Where a queued branch leaves the tree: run `event` from the node hashed `node`.
 #[derive(Clone)]

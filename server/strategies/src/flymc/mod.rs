@@ -23,7 +23,8 @@ use super::dpor::{
 use super::mdpor::SameNode;
 use super::sleep::{origins, Origin, SleepSets};
 use super::{Strategy, StrategyStats};
-use flymc_core::executor::{Plan, Run};
+use flymc_core::plan::Plan;
+use flymc_core::run::Run;
 pub use independence::{independent, SetsDependence};
 use symmetry::{History, Key};
 

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use flymc_model::{EventId, NodeId};
 
 use crate::dpor::{comes_after, last_race, Dependence};
-use flymc_core::executor::Run;
+use flymc_core::run::Run;
 
 /// One flip: move the event of step `j` to before step `i` (both at the same node).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use flymc_model::symmetry::Abstraction;
 use flymc_model::{stable_hash, Event, Symmetry};
 
-use flymc_core::executor::Run;
+use flymc_core::run::Run;
 
 pub type Key = (u64, u64);
 

@@ -1,0 +1,67 @@
+//! What a strategy hands the executor: event identities to follow, then the order to go on in.
+
+use flymc_model::EventId;
+use serde::{Deserialize, Serialize};
+
+use crate::order::{DefaultOrder, FairAfter, Order, RandomOrder, Stop};
+
+/// What to do once the prefix is used up: the order policy a strategy chooses for the rest of
+/// the run. A plan names the policy rather than holding it, so plans stay plain values that
+/// strategies queue, clone and compare; [`Tail::order`] builds the policy for one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Tail {
+    /// The oldest pending message first, then client requests, then timers; never a crash or
+    /// reboot: the order of a network that delivers promptly and clients and timers that wait.
+    Fifo,
+    /// A uniformly random enabled event, crashes and reboots included, from this seed.
+    Random(u64),
+    /// Stop when the prefix is used up (replay).
+    Stop,
+}
+
+impl Tail {
+    /// The policy that picks this tail's events in one run. The default order and random walks
+    /// hand over to a fair continuation at the event limit ([`FairAfter`]); a replay stops.
+    pub fn order(self) -> Box<dyn Order> {
+        match self {
+            Tail::Fifo => Box::new(FairAfter::new(DefaultOrder)),
+            Tail::Random(seed) => Box::new(FairAfter::new(RandomOrder::new(seed))),
+            Tail::Stop => Box::new(Stop),
+        }
+    }
+
+    /// Does this tail honour a plan's sleep set? Sleep sets are worked out for default-order
+    /// branches (DPOR's); a random walk picks regardless and a replay picks nothing.
+    pub fn sleeps(self) -> bool {
+        self == Tail::Fifo
+    }
+}
+
+/// A path to explore: forced event identities, then the tail rule.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub prefix: Vec<EventId>,
+    pub tail: Tail,
+    /// Give up (instead of continuing with the tail) when a prefix event is not enabled.
+    pub strict: bool,
+    /// The sleep set from step `sleep_at` on: events whose orders from there are explored by
+    /// other paths, so the tail does not pick them until an event they depend on runs
+    /// (Godefroid's sleep sets). It is carried through the rest of the prefix, which it does not
+    /// constrain. Honoured only when the executor is given a dependence judgement.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sleep: Vec<EventId>,
+    #[serde(default)]
+    pub sleep_at: usize,
+}
+
+impl Plan {
+    pub fn fifo(prefix: Vec<EventId>) -> Self {
+        Plan {
+            prefix,
+            tail: Tail::Fifo,
+            strict: false,
+            sleep: Vec::new(),
+            sleep_at: 0,
+        }
+    }
+}
