@@ -190,31 +190,6 @@ impl Workload {
             source: Some(text.into()),
         })
     }
-
-    /// A string parameter, or `default` when absent.
-    pub fn param_str<'a>(&'a self, key: &str, default: &'a str) -> &'a str {
-        self.params
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or(default)
-    }
-
-    /// An integer parameter, or `default` when absent.
-    pub fn param_u64(&self, key: &str, default: u64) -> u64 {
-        self.params
-            .get(key)
-            .and_then(Value::as_u64)
-            .unwrap_or(default)
-    }
-
-    /// The items of an array parameter; none when absent (or not an array).
-    pub fn param_list(&self, key: &str) -> impl Iterator<Item = &Value> {
-        self.params
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-    }
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -254,7 +229,7 @@ variant = "fixed"
         assert_eq!(w.name, "cass-1");
         assert_eq!((w.nodes, w.crashes, w.reboots), (3, 1, 1));
         assert_eq!(w.crash_nodes, vec![2]);
-        assert_eq!(w.param_str("variant", "?"), "fixed");
+        assert_eq!(w.params["variant"], "fixed");
         assert_eq!(w.sha256.len(), 64);
     }
 
