@@ -98,6 +98,7 @@ use std::collections::BTreeMap;
 use flymc_model::property::{safety, Property};
 use flymc_model::sim::SimTarget;
 use flymc_model::{GlobalState, Symmetry, System, Target, TargetError, Workload};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use protocol::{merge_rows, values, Cassandra, Config, OpSpec, Outcome, Row, Switches, REPLICAS};
@@ -153,29 +154,25 @@ fn bad(msg: String) -> TargetError {
     TargetError::Workload(msg)
 }
 
-fn string_table(v: &Value, what: &str) -> Result<BTreeMap<String, String>, TargetError> {
-    let Value::Object(m) = v else {
-        return Err(bad(format!(
-            "{what} must be a table of column = \"value\", e.g. {{ v1 = \"A\" }}"
-        )));
-    };
-    m.iter()
-        .map(|(k, v)| match v {
-            Value::String(s) => Ok((k.clone(), s.clone())),
-            _ => Err(bad(format!(
-                "{what}.{k} must be a string, e.g. {k} = \"A\""
-            ))),
-        })
-        .collect()
+/// The workload parameters (see the module docs).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Params {
+    variant: String,
+    max_attempts: u32,
+    row: BTreeMap<String, String>,
+    /// `None` apart from empty, for its own message.
+    ops: Option<Vec<OpSpec>>,
 }
 
-fn check_keys(m: &Map<String, Value>, what: &str, valid: &[&str]) -> Result<(), TargetError> {
-    match m.keys().find(|k| !valid.contains(&k.as_str())) {
-        Some(k) => Err(bad(format!(
-            "unknown key `{k}` in {what}; valid: {}",
-            valid.join(", ")
-        ))),
-        None => Ok(()),
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            variant: "fixed".into(),
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            row: BTreeMap::new(),
+            ops: None,
+        }
     }
 }
 
@@ -187,79 +184,45 @@ pub fn config(w: &Workload) -> Result<Config, TargetError> {
             w.nodes
         )));
     }
-    let p = &w.params;
-    check_keys(p, "[params]", &["variant", "ops", "row", "max_attempts"])?;
-    let variant = match p.get("variant") {
-        None => "fixed",
-        Some(Value::String(s)) => s.as_str(),
-        Some(_) => return Err(bad("params.variant must be a string".into())),
-    };
-    let sw = switches(variant).ok_or_else(|| {
+    let p: Params = w.params()?;
+    let sw = switches(&p.variant).ok_or_else(|| {
         bad(format!(
-            "unknown variant `{variant}`; valid: {}",
+            "unknown variant `{}`; valid: {}",
+            p.variant,
             VARIANTS.join(", ")
         ))
     })?;
-    let max_attempts = match p.get("max_attempts") {
-        None => DEFAULT_MAX_ATTEMPTS,
-        Some(v) => match v.as_u64() {
-            Some(n) if (1..=100).contains(&n) => n as u32,
-            _ => {
-                return Err(bad(
-                    "params.max_attempts must be an integer from 1 to 100".into()
-                ))
-            }
-        },
-    };
-    let row = match p.get("row") {
-        None => BTreeMap::new(),
-        Some(v) => string_table(v, "params.row")?,
-    };
-    let Some(Value::Array(list)) = p.get("ops") else {
+    if !(1..=100).contains(&p.max_attempts) {
+        return Err(bad(
+            "params.max_attempts must be an integer from 1 to 100".into()
+        ));
+    }
+    let Some(ops) = p.ops else {
         return Err(bad(
             "params.ops must list the CAS operations, e.g. [[params.ops]] node = 0, set = { v1 = \"A\" }, if = { owner = \"user_1\" }".into(),
         ));
     };
-    if list.is_empty() {
+    if ops.is_empty() {
         return Err(bad(
             "params.ops is empty; give at least one operation".into()
         ));
     }
-    let mut ops = Vec::new();
-    for (i, o) in list.iter().enumerate() {
-        let what = format!("params.ops[{i}]");
-        let Value::Object(m) = o else {
-            return Err(bad(format!("{what} must be a table with node, set and if")));
-        };
-        check_keys(m, &what, &["node", "set", "if"])?;
-        let node = match m.get("node").and_then(Value::as_u64) {
-            Some(n) if (n as usize) < REPLICAS => n as usize,
-            _ => {
-                return Err(bad(format!(
-                    "{what}.node must be a node index 0..{}",
-                    REPLICAS - 1
-                )))
-            }
-        };
-        let set = string_table(
-            m.get("set")
-                .ok_or_else(|| bad(format!("{what}.set is missing")))?,
-            &format!("{what}.set"),
-        )?;
-        if set.is_empty() {
-            return Err(bad(format!("{what}.set writes no column")));
+    for (i, o) in ops.iter().enumerate() {
+        if o.node >= REPLICAS {
+            return Err(bad(format!(
+                "params.ops[{i}].node must be a node index 0..{}",
+                REPLICAS - 1
+            )));
         }
-        let cond = match m.get("if") {
-            None => BTreeMap::new(),
-            Some(v) => string_table(v, &format!("{what}.if"))?,
-        };
-        ops.push(OpSpec { node, set, cond });
+        if o.set.is_empty() {
+            return Err(bad(format!("params.ops[{i}].set writes no column")));
+        }
     }
     Ok(Config {
         sw,
         ops,
-        row,
-        max_attempts,
+        row: p.row,
+        max_attempts: p.max_attempts,
     })
 }
 

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use flymc_model::sim::{Outbox, Protocol};
 use flymc_model::{NodeId, TargetError, Workload};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A ballot is the timestamp of its time-UUID; 0 is the empty ballot (`minTimeUUID(0)`).
 pub type Ballot = u64;
@@ -44,10 +44,14 @@ pub struct Switches {
 }
 
 /// A client's CAS: `UPDATE ... SET <set> IF <cond>` (an empty `cond` always applies).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One `[[params.ops]]` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OpSpec {
     pub node: NodeId,
     pub set: BTreeMap<String, String>,
+    /// Absent: the operation always applies.
+    #[serde(rename = "if", default)]
     pub cond: BTreeMap<String, String>,
 }
 

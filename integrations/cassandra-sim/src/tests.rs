@@ -612,7 +612,7 @@ fn bad_params_give_one_line_errors() {
         ),
         (
             format!("colour = 1\n{op}"),
-            "unknown key `colour` in [params]; valid:",
+            "x.toml:6:1: unknown parameter `colour` in [params]; valid: variant, max_attempts, row, ops",
         ),
         ("variant = \"fixed\"\n".to_string(), "params.ops must list"),
         (
@@ -648,6 +648,15 @@ fn bad_params_give_one_line_errors() {
     let w = Workload::parse(Path::new("x.toml"), &text).unwrap();
     let e = CassandraSimSystem.target(&w).err().unwrap().to_string();
     assert!(e.contains("needs nodes = 3"), "{e}");
+}
+
+#[test]
+fn every_shipped_workload_has_valid_parameters() {
+    let shipped = flymc_core::workloads::all(&workloads_dir().join(".."), "cassandra-sim").unwrap();
+    assert!(shipped.len() >= 7);
+    for w in shipped {
+        config(&w).unwrap_or_else(|e| panic!("{}: {e}", w.name));
+    }
 }
 
 #[test]

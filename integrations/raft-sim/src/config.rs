@@ -1,7 +1,7 @@
 //! Workload parameters of `raft-sim`, validated with one-line errors.
 
 use flymc_model::{NodeId, TargetError, Workload};
-use serde_json::Value;
+use serde::Deserialize;
 
 use crate::protocol::NODES;
 
@@ -17,8 +17,6 @@ pub const VARIANTS: &[(&str, Variant)] = &[
     ("fixed", Variant::Fixed),
     ("bug-apply-before-match", Variant::BugApplyBeforeMatch),
 ];
-
-const PARAMS: &str = "variant, initial_leader, updates, election_timers";
 
 /// Most client updates a workload may ask for (values are 1..=updates).
 pub const MAX_UPDATES: u64 = 9;
@@ -39,13 +37,25 @@ fn bad(msg: String) -> TargetError {
     TargetError::Workload(msg)
 }
 
-fn node_id(key: &str, v: &Value) -> Result<NodeId, TargetError> {
-    match v.as_u64() {
-        Some(i) if (i as usize) < NODES => Ok(i as usize),
-        _ => Err(bad(format!(
-            "param {key} must name a node 0..{}, got {v}",
+/// The workload parameters as written.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Params {
+    /// `None`: fixed.
+    variant: Option<String>,
+    initial_leader: Option<NodeId>,
+    updates: u64,
+    election_timers: Vec<NodeId>,
+}
+
+fn node_id(key: &str, n: NodeId) -> Result<NodeId, TargetError> {
+    if n < NODES {
+        Ok(n)
+    } else {
+        Err(bad(format!(
+            "param {key} must name a node 0..{}, got {n}",
             NODES - 1
-        ))),
+        )))
     }
 }
 
@@ -57,63 +67,37 @@ impl Config {
                 w.nodes
             )));
         }
-        if let Some(k) = w
-            .params
-            .keys()
-            .find(|k| !PARAMS.split(", ").any(|p| p == k.as_str()))
-        {
-            return Err(bad(format!("unknown param `{k}`; valid: {PARAMS}")));
-        }
+        let p: Params = w.params()?;
         let valid_variants = VARIANTS
             .iter()
             .map(|(n, _)| *n)
             .collect::<Vec<_>>()
             .join(", ");
-        let variant = match w.params.get("variant") {
+        let variant = match p.variant {
             None => Variant::Fixed,
-            Some(Value::String(s)) => VARIANTS
+            Some(s) => VARIANTS
                 .iter()
-                .find(|(n, _)| n == s)
+                .find(|(n, _)| *n == s)
                 .map(|(_, v)| *v)
                 .ok_or_else(|| bad(format!("unknown variant `{s}`; valid: {valid_variants}")))?,
-            Some(v) => {
-                return Err(bad(format!(
-                    "param variant must be a string, got {v}; valid: {valid_variants}"
-                )))
-            }
         };
-        let initial_leader = match w.params.get("initial_leader") {
-            None => None,
-            Some(v) => Some(node_id("initial_leader", v)?),
-        };
-        let updates = match w.params.get("updates") {
-            None => 0,
-            Some(v) => match v.as_u64() {
-                Some(k) if k <= MAX_UPDATES => k,
-                _ => {
-                    return Err(bad(format!(
-                        "param updates must be an integer 0..={MAX_UPDATES}, got {v}"
-                    )))
-                }
-            },
-        };
-        let election_timers = match w.params.get("election_timers") {
-            None => Vec::new(),
-            Some(Value::Array(items)) => {
-                let mut ids = items
-                    .iter()
-                    .map(|v| node_id("election_timers", v))
-                    .collect::<Result<Vec<_>, _>>()?;
-                ids.sort_unstable();
-                ids.dedup();
-                ids
-            }
-            Some(v) => {
-                return Err(bad(format!(
-                    "param election_timers must be an array of node ids, got {v}"
-                )))
-            }
-        };
+        let initial_leader = p
+            .initial_leader
+            .map(|n| node_id("initial_leader", n))
+            .transpose()?;
+        let updates = p.updates;
+        if updates > MAX_UPDATES {
+            return Err(bad(format!(
+                "param updates must be an integer 0..={MAX_UPDATES}, got {updates}"
+            )));
+        }
+        let mut election_timers = p
+            .election_timers
+            .into_iter()
+            .map(|n| node_id("election_timers", n))
+            .collect::<Result<Vec<_>, _>>()?;
+        election_timers.sort_unstable();
+        election_timers.dedup();
         if updates > 0 && initial_leader.is_none() {
             return Err(bad(
                 "param updates needs initial_leader (client updates go to the initial leader)"

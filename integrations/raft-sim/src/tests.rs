@@ -318,11 +318,11 @@ fn bad_params_give_one_line_errors() {
         ),
         (
             "nodes = 3\n[params]\ninitial_leader = 0\nvariant = 3",
-            "param variant must be a string",
+            "params.variant must be a string, got integer `3`",
         ),
         (
             "nodes = 3\n[params]\ninitial_leader = 0\nleader = 1",
-            "unknown param `leader`; valid: variant, initial_leader, updates, election_timers",
+            "unknown parameter `leader` in [params]; valid: variant, initial_leader, updates, election_timers",
         ),
         (
             "nodes = 4\n[params]\ninitial_leader = 0",
@@ -334,7 +334,7 @@ fn bad_params_give_one_line_errors() {
         ),
         (
             "nodes = 3\n[params]\ninitial_leader = 0\nupdates = \"two\"",
-            "param updates must be an integer 0..=9",
+            "params.updates must be a non-negative integer, got string \"two\"",
         ),
         (
             "nodes = 3\n[params]\ninitial_leader = 0\nupdates = 10",
@@ -342,7 +342,7 @@ fn bad_params_give_one_line_errors() {
         ),
         (
             "nodes = 3\n[params]\nelection_timers = 1",
-            "param election_timers must be an array",
+            "params.election_timers must be an array, got integer `1`",
         ),
         (
             "nodes = 3\n[params]\nelection_timers = [0, 7]",

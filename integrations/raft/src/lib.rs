@@ -92,16 +92,9 @@ pub const MESSAGE_KINDS: &[&str] = &[
     "rebooted",
 ];
 
-const PARAMS: &[&str] = &[
-    "election_timers",
-    "elections",
-    "heartbeats",
-    "writes",
-    "settle_timeout_ms",
-];
-
 /// A client write of the workload.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Write {
     pub to: NodeId,
     pub value: u64,
@@ -117,102 +110,67 @@ pub struct Write {
 /// writes = [{ to = 0, value = 1 }]   # client writes
 /// settle_timeout_ms = 10000
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Params {
-    pub election_timers: Vec<NodeId>,
+    /// `None`: every node's (the default depends on the cluster size, so it is resolved in
+    /// [`Params::args`]).
+    pub election_timers: Option<Vec<NodeId>>,
     pub elections: u32,
     pub heartbeats: u32,
     pub writes: Vec<Write>,
     pub settle_timeout_ms: Option<u64>,
 }
 
-impl Params {
-    pub fn parse(system: &str, w: &Workload) -> Result<Params, TargetError> {
-        let bad = |m: String| TargetError::Workload(format!("{system}: {m}"));
-        if let Some(k) = w.params.keys().find(|k| !PARAMS.contains(&k.as_str())) {
-            return Err(bad(format!(
-                "unknown parameter `{k}`; known: {}",
-                PARAMS.join(", ")
-            )));
+impl Default for Params {
+    fn default() -> Params {
+        Params {
+            election_timers: None,
+            elections: 2,
+            heartbeats: 0,
+            writes: Vec::new(),
+            settle_timeout_ms: None,
         }
+    }
+}
+
+impl Params {
+    /// The workload's parameters, checked against its cluster.
+    pub fn parse(system: &str, w: &Workload) -> Result<Params, TargetError> {
+        let p: Params = w.params()?;
+        let bad = |m: String| Err(TargetError::Workload(format!("{system}: {m}")));
         if w.nodes < 3 || w.nodes > 7 {
-            return Err(bad(format!(
+            return bad(format!(
                 "nodes = {}: a Raft cluster here has 3 to 7 nodes",
                 w.nodes
-            )));
+            ));
         }
-        let node = |what: &str, v: &Value| match v.as_u64() {
-            Some(i) if (i as usize) < w.nodes => Ok(i as usize),
-            _ => Err(bad(format!(
-                "{what} must name a node 0..{}, got {v}",
+        let nodes = p
+            .election_timers
+            .iter()
+            .flatten()
+            .map(|&n| ("election_timers", n));
+        let tos = p.writes.iter().map(|wr| ("a write's `to`", wr.to));
+        if let Some((what, n)) = nodes.chain(tos).find(|&(_, n)| n >= w.nodes) {
+            return bad(format!(
+                "{what} must name a node 0..{}, got {n}",
                 w.nodes - 1
-            ))),
-        };
-        let election_timers = match w.params.get("election_timers") {
-            None => (0..w.nodes).collect(),
-            Some(Value::Array(a)) => a
-                .iter()
-                .map(|v| node("election_timers", v))
-                .collect::<Result<_, _>>()?,
-            Some(v) => {
-                return Err(bad(format!(
-                    "election_timers must be a list of nodes, got {v}"
-                )))
-            }
-        };
-        let elections = match w.params.get("elections") {
-            None => 2,
-            Some(v) => match v.as_u64() {
-                Some(n @ 1..=9) => n as u32,
-                _ => return Err(bad(format!("elections must be 1..9, got {v}"))),
-            },
-        };
-        let heartbeats = match w.params.get("heartbeats") {
-            None => 0,
-            Some(v) => match v.as_u64() {
-                Some(n @ 0..=9) => n as u32,
-                _ => return Err(bad(format!("heartbeats must be 0..9, got {v}"))),
-            },
-        };
-        let mut writes = Vec::new();
-        match w.params.get("writes") {
-            None => {}
-            Some(Value::Array(a)) => {
-                for v in a {
-                    let to = node("a write's `to`", v.get("to").unwrap_or(&Value::Null))?;
-                    let value = v
-                        .get("value")
-                        .and_then(Value::as_u64)
-                        .ok_or_else(|| bad(format!("a write needs `value = <number>`, got {v}")))?;
-                    if let Some(k) = v
-                        .as_object()
-                        .and_then(|o| o.keys().find(|k| *k != "to" && *k != "value"))
-                    {
-                        return Err(bad(format!("a write has `to` and `value`, not `{k}`")));
-                    }
-                    writes.push(Write { to, value });
-                }
-            }
-            Some(v) => {
-                return Err(bad(format!(
-                    "writes must be a list of {{ to, value }}, got {v}"
-                )))
-            }
+            ));
         }
-        let settle_timeout_ms = w.params.get("settle_timeout_ms").and_then(Value::as_u64);
-        Ok(Params {
-            election_timers,
-            elections,
-            heartbeats,
-            writes,
-            settle_timeout_ms,
-        })
+        if !(1..=9).contains(&p.elections) {
+            return bad(format!("elections must be 1..9, got {}", p.elections));
+        }
+        if p.heartbeats > 9 {
+            return bad(format!("heartbeats must be 0..9, got {}", p.heartbeats));
+        }
+        Ok(p)
     }
 
-    /// The node program's arguments.
-    pub fn args(&self) -> Vec<String> {
+    /// The node program's arguments in a cluster of `nodes`.
+    pub fn args(&self, nodes: usize) -> Vec<String> {
         let mut a = vec!["--elections".to_string(), self.elections.to_string()];
-        for t in &self.election_timers {
+        let all: Vec<NodeId> = (0..nodes).collect();
+        for t in self.election_timers.as_ref().unwrap_or(&all) {
             a.extend(["--election-timer".to_string(), t.to_string()]);
         }
         if self.heartbeats > 0 {

@@ -67,7 +67,7 @@ impl RaftSystem {
     pub fn config(&self, w: &Workload) -> Result<RealConfig, TargetError> {
         let params = Params::parse(self.name(), w)?;
         let program = self.program()?;
-        let args = params.args();
+        let args = params.args(w.nodes);
         let clients = params
             .writes
             .iter()

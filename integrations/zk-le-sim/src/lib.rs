@@ -15,12 +15,11 @@ pub mod protocol;
 
 use flymc_model::sim::SimTarget;
 use flymc_model::{Property, Symmetry, System, Target, TargetError, Workload};
-use serde_json::Value;
+use serde::Deserialize;
 
 pub use protocol::{Msg, Node, ServerState, Variant, ZkLe};
 
 pub const SYSTEM_NAME: &str = "zk-le-sim";
-const PARAMS: [&str; 3] = ["variant", "epochs", "zxids"];
 /// The ensemble size the model keeps live: see [`protocol`] on the stand-ins for timeouts.
 pub const NODES: usize = 3;
 
@@ -37,19 +36,10 @@ impl ZkLeSimSystem {
                 "{SYSTEM_NAME} simulates {NODES}-node ensembles only, the workload has {n} nodes"
             ));
         }
-        if let Some(k) = workload
-            .params
-            .keys()
-            .find(|k| !PARAMS.contains(&k.as_str()))
-        {
-            return bad(format!(
-                "unknown parameter `{k}`; valid: {}",
-                PARAMS.join(", ")
-            ));
-        }
-        let variant = match workload.params.get("variant") {
+        let p: Params = workload.params()?;
+        let variant = match p.variant {
             None => Variant::Fixed,
-            Some(Value::String(s)) => match Variant::parse(s) {
+            Some(s) => match Variant::parse(&s) {
                 Some(v) => v,
                 None => {
                     return bad(format!(
@@ -58,33 +48,34 @@ impl ZkLeSimSystem {
                     ))
                 }
             },
-            Some(other) => {
-                return bad(format!(
-                    "parameter `variant` must be a string, got {other}; valid: {}",
-                    Variant::NAMES.join(", ")
-                ))
-            }
         };
-        let list = |key: &str| -> Result<Vec<u64>, TargetError> {
-            let Some(v) = workload.params.get(key) else {
-                return Ok(vec![0; n]);
-            };
-            let items = v.as_array().filter(|a| a.len() == n);
-            let parsed: Option<Vec<u64>> =
-                items.and_then(|a| a.iter().map(Value::as_u64).collect());
-            parsed.ok_or_else(|| {
-                TargetError::Workload(format!(
-                    "parameter `{key}` must be a list of {n} non-negative integers (one per node), got {v}"
-                ))
-            })
+        let list = |key: &str, v: Option<Vec<u64>>| -> Result<Vec<u64>, TargetError> {
+            match v {
+                None => Ok(vec![0; n]),
+                Some(v) if v.len() == n => Ok(v),
+                Some(v) => Err(TargetError::Workload(format!(
+                    "parameter `{key}` must be a list of {n} non-negative integers (one per node), got {v:?}"
+                ))),
+            }
         };
         Ok(ZkLe {
             variant,
             nodes: n,
-            epochs: list("epochs")?,
-            zxids: list("zxids")?,
+            epochs: list("epochs", p.epochs)?,
+            zxids: list("zxids", p.zxids)?,
         })
     }
+}
+
+/// The workload parameters as written.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Params {
+    /// `None`: fixed.
+    variant: Option<String>,
+    /// Each node's epoch and last zxid on disk at the start (`None`: all 0).
+    epochs: Option<Vec<u64>>,
+    zxids: Option<Vec<u64>>,
 }
 
 impl System for ZkLeSimSystem {

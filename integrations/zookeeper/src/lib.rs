@@ -24,7 +24,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flymc_model::{Property, Symmetry, System, Target, TargetError, Workload};
+use flymc_model::{NodeId, Property, Symmetry, System, Target, TargetError, Workload};
+use serde::Deserialize;
 use serde_json::Value;
 
 use flymc_real::cluster::{Backend, NodeCommand};
@@ -34,7 +35,6 @@ pub const SYSTEM_NAME: &str = "zookeeper";
 /// Where the hook attaches (turned into the agent's JSON configuration for every run).
 pub const HOOKS_TOML: &str = include_str!("../hooks.toml");
 const SETS: &str = include_str!("../sets.json");
-const PARAMS: [&str; 5] = ["variant", "epochs", "settle_timeout_ms", "log", "clients"];
 pub const VARIANTS: [&str; 2] = ["3.8.0", "zookeeper-1419"];
 /// Debian's ZooKeeper jar (its manifest names the dependencies).
 pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
@@ -86,85 +86,88 @@ impl ZookeeperSystem {
     }
 }
 
-/// A workload's parameters, checked.
-#[derive(Clone, Debug)]
+/// A workload's parameters (see the module docs).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct ZkParams {
     pub variant: String,
-    pub clients: Vec<ClientRequest>,
     pub epochs: Option<Vec<u64>>,
-    pub settle: Duration,
+    pub settle_timeout_ms: u64,
     pub log: String,
+    pub clients: Vec<ZkClient>,
 }
 
-pub fn params(w: &Workload) -> Result<ZkParams, TargetError> {
-    let bad = |m: String| Err(TargetError::Workload(format!("{SYSTEM_NAME}: {m}")));
-    if let Some(k) = w.params.keys().find(|k| !PARAMS.contains(&k.as_str())) {
-        return bad(format!(
-            "unknown parameter `{k}`; valid: {}",
-            PARAMS.join(", ")
-        ));
+impl Default for ZkParams {
+    fn default() -> ZkParams {
+        ZkParams {
+            variant: "3.8.0".into(),
+            epochs: None,
+            settle_timeout_ms: 60_000,
+            log: "warn".into(),
+            clients: Vec::new(),
+        }
     }
+}
+
+/// A client request of the workload: `{ to = 2, name = "write" }`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZkClient {
+    pub to: NodeId,
+    pub name: String,
+}
+
+/// The workload's parameters, checked against its ensemble.
+pub fn params(w: &Workload) -> Result<ZkParams, TargetError> {
+    let p: ZkParams = w.params()?;
+    let bad = |m: String| Err(TargetError::Workload(format!("{SYSTEM_NAME}: {m}")));
     if w.nodes < 1 || w.nodes > 9 {
         return bad(format!(
             "{} nodes: ZooKeeper ensembles here have 1 to 9",
             w.nodes
         ));
     }
-    let variant = w.param_str("variant", "3.8.0").to_string();
-    if !VARIANTS.contains(&variant.as_str()) {
+    if !VARIANTS.contains(&p.variant.as_str()) {
         return bad(format!(
-            "unknown variant `{variant}`; valid: {}",
+            "unknown variant `{}`; valid: {}",
+            p.variant,
             VARIANTS.join(", ")
         ));
     }
-    let epochs = match w.params.get("epochs") {
-        None => None,
-        Some(v) => {
-            let parsed: Option<Vec<u64>> = v
-                .as_array()
-                .filter(|a| a.len() == w.nodes)
-                .and_then(|a| a.iter().map(Value::as_u64).collect());
-            match parsed {
-                Some(e) => Some(e),
-                None => {
-                    return bad(format!(
-                        "parameter `epochs` must be a list of {} non-negative integers, got {v}",
-                        w.nodes
-                    ))
-                }
-            }
-        }
-    };
-    let log = w.param_str("log", "warn").to_string();
-    let mut clients = Vec::new();
-    for c in w.param_list("clients") {
-        let to = c
-            .get("to")
-            .and_then(Value::as_u64)
-            .filter(|&t| (t as usize) < w.nodes);
-        let name = c.get("name").and_then(Value::as_str);
-        match (to, name) {
-            (Some(to), Some("write")) => clients.push(ClientRequest {
-                to: to as usize,
-                name: "write".into(),
+    if let Some(e) = p.epochs.as_ref().filter(|e| e.len() != w.nodes) {
+        return bad(format!(
+            "parameter `epochs` must be a list of {} non-negative integers, got {e:?}",
+            w.nodes
+        ));
+    }
+    if let Some(c) = p
+        .clients
+        .iter()
+        .find(|c| c.to >= w.nodes || c.name != "write")
+    {
+        return bad(format!(
+            "a client request is {{ to = <node 0..{}>, name = \"write\" }}, got {{ to = {}, name = {:?} }}",
+            w.nodes - 1,
+            c.to,
+            c.name
+        ));
+    }
+    Ok(p)
+}
+
+impl ZkParams {
+    /// The client requests flymc sends (a znode create through a real client).
+    fn requests(&self) -> Vec<ClientRequest> {
+        self.clients
+            .iter()
+            .map(|c| ClientRequest {
+                to: c.to,
+                name: c.name.clone(),
                 fields: serde_json::Map::new(),
                 payload: Value::Null,
-            }),
-            _ => {
-                return bad(format!(
-                    "a client request is {{ to = <node 0..{}>, name = \"write\" }}, got {c}",
-                    w.nodes - 1
-                ))
-            }
-        }
+            })
+            .collect()
     }
-    Ok(ZkParams {
-        variant,
-        clients,
-        epochs,
-        settle: Duration::from_millis(w.param_u64("settle_timeout_ms", 60_000)),
-        log,
-    })
 }
 
 /// The agent's configuration: hooks.toml as JSON.
@@ -308,8 +311,8 @@ impl ZookeeperSystem {
             BackendKind::Docker => PathBuf::from("java"),
         };
         let ports: PortMap = Arc::new(Mutex::new(HashMap::new()));
-        let settle = p.settle;
-        let clients = p.clients.clone();
+        let settle = Duration::from_millis(p.settle_timeout_ms);
+        let clients = p.requests();
         let cfg = RealConfig::new(SYSTEM_NAME, move |l: &Launch| {
             let key = l.slots[0]
                 .data_dir

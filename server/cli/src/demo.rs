@@ -18,7 +18,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use flymc_model::property::safety;
-use flymc_model::{Property, Symmetry, System, Target, TargetError, Workload};
+use flymc_model::{NodeId, Property, Symmetry, System, Target, TargetError, Workload};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use flymc_real::cluster::{find_program, NodeCommand};
@@ -27,15 +28,41 @@ use flymc_real::{ClientRequest, RealConfig, RealTarget};
 /// The demo node's executable name.
 pub const PROGRAM: &str = "flymc-demo-node";
 
-const PARAMS: &[&str] = &[
-    "clients",
-    "ack",
-    "persist",
-    "timers",
-    "mode",
-    "limit",
-    "settle_timeout_ms",
-];
+/// The workload parameters (see the module docs).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct DemoParams {
+    clients: Vec<DemoClient>,
+    ack: bool,
+    persist: bool,
+    timers: Vec<String>,
+    mode: String,
+    limit: Option<i64>,
+    settle_timeout_ms: Option<u64>,
+}
+
+impl Default for DemoParams {
+    fn default() -> DemoParams {
+        DemoParams {
+            clients: Vec::new(),
+            ack: false,
+            persist: false,
+            timers: Vec::new(),
+            mode: "counter".into(),
+            limit: None,
+            settle_timeout_ms: None,
+        }
+    }
+}
+
+/// A client request: the demo node reads any other keys as the request's fields.
+#[derive(Debug, Deserialize)]
+struct DemoClient {
+    to: NodeId,
+    name: String,
+    #[serde(flatten)]
+    fields: Map<String, Value>,
+}
 
 #[derive(Clone, Debug, Default)]
 pub struct DemoSystem {
@@ -63,61 +90,44 @@ impl DemoSystem {
 
     /// The [`RealConfig`] for `w`.
     pub fn config(&self, w: &Workload) -> Result<RealConfig, TargetError> {
-        let bad = |m: String| TargetError::Workload(format!("hook-demo: {m}"));
-        if let Some(k) = w.params.keys().find(|k| !PARAMS.contains(&k.as_str())) {
-            return Err(bad(format!(
-                "unknown parameter `{k}`; known: {}",
-                PARAMS.join(", ")
-            )));
-        }
+        let p: DemoParams = w.params()?;
         let program = self.program()?;
-        let flag = |k: &str| w.params.get(k).and_then(Value::as_bool).unwrap_or(false);
         let mut args: Vec<String> = Vec::new();
-        match w.param_str("mode", "counter") {
+        match p.mode.as_str() {
             "counter" => {}
             "bench" => args.extend(["--mode".into(), "bench".into()]),
-            other => return Err(bad(format!("mode `{other}`: counter or bench"))),
+            other => {
+                return Err(TargetError::Workload(format!(
+                    "hook-demo: mode `{other}`: counter or bench"
+                )))
+            }
         }
-        if flag("ack") {
+        if p.ack {
             args.push("--ack".into());
         }
-        if flag("persist") {
+        if p.persist {
             args.push("--persist".into());
         }
-        for t in w.param_list("timers") {
-            let t = t
-                .as_str()
-                .ok_or_else(|| bad("timers must be strings".into()))?;
-            args.extend(["--timer".into(), t.to_string()]);
+        for t in p.timers {
+            args.extend(["--timer".into(), t]);
         }
-        let mut clients = Vec::new();
-        for c in w.param_list("clients") {
-            let mut fields: Map<String, Value> = c
-                .as_object()
-                .cloned()
-                .ok_or_else(|| bad("clients are tables like { to = 0, name = \"add\" }".into()))?;
-            let to = fields
-                .remove("to")
-                .and_then(|v| v.as_u64())
-                .ok_or_else(|| bad("a client request needs `to = <node>`".into()))?;
-            let name = fields
-                .remove("name")
-                .and_then(|v| v.as_str().map(String::from))
-                .ok_or_else(|| bad("a client request needs `name`".into()))?;
-            clients.push(ClientRequest {
-                to: to as usize,
-                name,
-                fields,
+        let clients = p
+            .clients
+            .into_iter()
+            .map(|c| ClientRequest {
+                to: c.to,
+                name: c.name,
+                fields: c.fields,
                 payload: Value::Null,
-            });
-        }
+            })
+            .collect();
         let mut cfg = RealConfig::new("hook-demo", move |_| {
             let mut c = NodeCommand::new(&program);
             c.args = args.clone();
             c
         })
         .clients(clients);
-        if let Some(ms) = w.params.get("settle_timeout_ms").and_then(Value::as_u64) {
+        if let Some(ms) = p.settle_timeout_ms {
             cfg = cfg.settle_timeout(Duration::from_millis(ms));
         }
         Ok(cfg)
@@ -138,7 +148,8 @@ impl System for DemoSystem {
     }
 
     fn properties(&self, w: &Workload) -> Vec<Box<dyn Property>> {
-        let Some(limit) = w.params.get("limit").and_then(Value::as_i64) else {
+        // target() reports bad parameters; without them there is no limit to check.
+        let Some(limit) = w.params::<DemoParams>().ok().and_then(|p| p.limit) else {
             return Vec::new();
         };
         vec![safety("sum-below", move |s| {

@@ -9,9 +9,27 @@ use std::path::Path;
 use flymc_model::property::safety;
 use flymc_model::sim::{Outbox, Protocol, SimTarget};
 use flymc_model::{NodeId, Property, Symmetry, System, Target, TargetError, Workload};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub struct Tiny;
+
+/// `requests = [[to, forward], ...]`; `limit` (default: none) for `counter-below`. Other keys
+/// are let through: tests of other crates add tables of their own (`[params.x]`).
+#[derive(Deserialize)]
+#[serde(default)]
+struct TinyParams {
+    requests: Vec<(NodeId, i64)>,
+    limit: u64,
+}
+
+impl Default for TinyParams {
+    fn default() -> TinyParams {
+        TinyParams {
+            requests: Vec::new(),
+            limit: u64::MAX,
+        }
+    }
+}
 
 #[derive(Clone, Serialize)]
 pub struct Node {
@@ -36,20 +54,8 @@ impl Protocol for Tiny {
         _: &mut (),
         out: &mut Outbox<Msg>,
     ) -> Result<Vec<Node>, TargetError> {
-        let reqs = w
-            .params
-            .get("requests")
-            .and_then(|v| v.as_array())
-            .cloned()
-            .unwrap_or_default();
-        for r in reqs {
-            let to = r[0].as_u64().unwrap_or(0) as usize;
-            out.client(
-                to,
-                Msg::Req {
-                    forward: r[1].as_i64().unwrap_or(-1),
-                },
-            );
+        for (to, forward) in w.params::<TinyParams>()?.requests {
+            out.client(to, Msg::Req { forward });
         }
         Ok(vec![Node { count: 0 }; w.nodes])
     }
@@ -91,7 +97,7 @@ impl System for TinySystem {
         Ok(Box::new(SimTarget::new(Tiny)))
     }
     fn properties(&self, w: &Workload) -> Vec<Box<dyn Property>> {
-        let limit = w.param_u64("limit", u64::MAX);
+        let limit = w.params::<TinyParams>().map_or(u64::MAX, |p| p.limit);
         vec![safety("counter-below", move |s| {
             for (i, n) in s.nodes.iter().enumerate() {
                 if n.vars["count"].as_u64().unwrap_or(0) >= limit {

@@ -73,6 +73,14 @@ pub fn names(folder: &Path, system: &str) -> Vec<String> {
     names
 }
 
+/// Every workload of `system`, by name: for checks that go over a system's whole folder.
+pub fn all(folder: &Path, system: &str) -> Result<Vec<Workload>, FindError> {
+    names(folder, system)
+        .iter()
+        .map(|name| load(folder, system, name))
+        .collect()
+}
+
 /// Load a workload given by name (looked up for `system`) or by path to a `.toml` file.
 pub fn load(folder: &Path, system: &str, name_or_path: &str) -> Result<Workload, FindError> {
     let as_path = Path::new(name_or_path);

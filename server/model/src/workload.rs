@@ -11,11 +11,14 @@
 //! crashes = 0               # crash budget per run
 //! reboots = 0               # reboot budget per run
 //! crash_nodes = [2]         # nodes that may crash (default: all)
-//! [params]                  # system-specific
+//! [params]                  # system-specific: see [`Workload::params`]
 //! variant = "bug-5925"
 //! ```
 
+mod params;
+
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -41,6 +44,9 @@ pub enum WorkloadError {
     },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    /// `at` is `file:line:column`, or `<workload NAME>` when the parameters were made in code.
+    #[error("{at}: {message}")]
+    Params { at: String, message: String },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -91,6 +97,9 @@ pub struct Workload {
     pub file: PathBuf,
     /// SHA-256 of the file's bytes, so a path file can tell when its workload changed.
     pub sha256: String,
+    /// The file's text, kept to give parameter errors a line and column.
+    #[serde(skip)]
+    source: Option<Arc<str>>,
 }
 
 impl Workload {
@@ -178,32 +187,8 @@ impl Workload {
             params,
             file: path.into(),
             sha256: sha256_hex(text.as_bytes()),
+            source: Some(text.into()),
         })
-    }
-
-    /// A string parameter, or `default` when absent.
-    pub fn param_str<'a>(&'a self, key: &str, default: &'a str) -> &'a str {
-        self.params
-            .get(key)
-            .and_then(Value::as_str)
-            .unwrap_or(default)
-    }
-
-    /// An integer parameter, or `default` when absent.
-    pub fn param_u64(&self, key: &str, default: u64) -> u64 {
-        self.params
-            .get(key)
-            .and_then(Value::as_u64)
-            .unwrap_or(default)
-    }
-
-    /// The items of an array parameter; none when absent (or not an array).
-    pub fn param_list(&self, key: &str) -> impl Iterator<Item = &Value> {
-        self.params
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
     }
 }
 
@@ -244,7 +229,7 @@ variant = "fixed"
         assert_eq!(w.name, "cass-1");
         assert_eq!((w.nodes, w.crashes, w.reboots), (3, 1, 1));
         assert_eq!(w.crash_nodes, vec![2]);
-        assert_eq!(w.param_str("variant", "?"), "fixed");
+        assert_eq!(w.params["variant"], "fixed");
         assert_eq!(w.sha256.len(), 64);
     }
 
