@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::net::TcpStream;
 use tokio::sync::Mutex;
+use tokio::task::JoinHandle;
 
 use crate::protocol::{ErrorReply, PROTOCOL_VERSION, TOKEN_HEADER};
 use crate::HookError;
@@ -23,11 +24,17 @@ pub(crate) enum Lane {
     Poll,
 }
 
+/// A kept-alive connection: where requests go, and the task that drives it.
+struct Conn {
+    sender: SendRequest<Full<Bytes>>,
+    task: JoinHandle<()>,
+}
+
 pub(crate) struct Client {
     server: String,
     token: String,
-    report: Mutex<Option<SendRequest<Full<Bytes>>>>,
-    poll: Mutex<Option<SendRequest<Full<Bytes>>>>,
+    report: Mutex<Option<Conn>>,
+    poll: Mutex<Option<Conn>>,
 }
 
 impl Client {
@@ -40,7 +47,7 @@ impl Client {
         }
     }
 
-    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, HookError> {
+    async fn connect(&self) -> Result<Conn, HookError> {
         let stream = TcpStream::connect(&self.server)
             .await
             .map_err(|e| HookError::Connect(format!("{}: {e}", self.server)))?;
@@ -48,10 +55,23 @@ impl Client {
         let (sender, conn) = http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| HookError::Connect(format!("{}: {e}", self.server)))?;
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let _ = conn.await;
         });
-        Ok(sender)
+        Ok(Conn { sender, task })
+    }
+
+    /// Close both connections and wait until their sockets are gone (before a checkpoint: a
+    /// snapshot must hold no connection to the server).
+    pub(crate) async fn disconnect(&self) {
+        for slot in [&self.report, &self.poll] {
+            if let Some(c) = slot.lock().await.take() {
+                drop(c.sender);
+                // The connection task ends once its sender is gone; make sure it has.
+                c.task.abort();
+                let _ = c.task.await;
+            }
+        }
     }
 
     /// POST `body` as JSON to `/v{PROTOCOL_VERSION}/{endpoint}` and decode the answer.
@@ -74,10 +94,10 @@ impl Client {
         let mut reused = true;
         let (status, answer) = loop {
             let sender = match slot.as_mut() {
-                Some(s) if !s.is_closed() => s,
+                Some(c) if !c.sender.is_closed() => &mut c.sender,
                 _ => {
                     reused = false;
-                    slot.insert(self.connect().await?)
+                    &mut slot.insert(self.connect().await?).sender
                 }
             };
             match self.send(sender, &path, bytes.clone()).await {

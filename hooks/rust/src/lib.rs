@@ -57,7 +57,7 @@ use client::{Client, Lane};
 use order::Local;
 use protocol::{
     env, CancelReply, CancelRequest, DoneReply, DoneRequest, EventsReply, EventsRequest, Intercept,
-    PollReply, PollRequest, RegisterReply, RegisterRequest,
+    PausedReply, PausedRequest, PollReply, PollRequest, RegisterReply, RegisterRequest,
 };
 pub use protocol::{EventId, Kind, PROTOCOL_VERSION};
 
@@ -102,6 +102,9 @@ pub struct HookConfig {
     pub data_dir: Option<PathBuf>,
     /// End the process when the server goes away (the default; see the crate docs).
     pub exit_when_server_gone: bool,
+    /// The named pipe to wait on after pausing for a checkpoint (`FLYMC_RESUME`); without it
+    /// the hook does not offer to pause.
+    pub resume: Option<PathBuf>,
 }
 
 impl HookConfig {
@@ -147,6 +150,7 @@ impl HookConfig {
             peers,
             data_dir: std::env::var_os(env::DATA_DIR).map(PathBuf::from),
             exit_when_server_gone: true,
+            resume: std::env::var_os(env::RESUME).map(PathBuf::from),
         })
     }
 }
@@ -300,6 +304,7 @@ impl Hook {
                     node: cfg.node,
                     incarnation: cfg.incarnation,
                     pid: Some(std::process::id()),
+                    pausable: cfg.resume.is_some(),
                 },
             )
             .await?;
@@ -548,12 +553,42 @@ impl Hook {
     }
 }
 
+/// A checkpoint (PROTOCOL.md, pause): say so, close every connection to the server while the
+/// process is snapshotted, and go on when flymc writes to the resume pipe — in this process and
+/// in every copy restored from the snapshot, each on connections of its own.
+async fn pause(
+    client: &Client,
+    node: usize,
+    incarnation: u32,
+    n: u64,
+    pipe: &std::path::Path,
+) -> Result<(), HookError> {
+    let req = PausedRequest {
+        node,
+        incarnation,
+        pause: n,
+    };
+    let _: PausedReply = client.post(Lane::Report, "paused", &req).await?;
+    client.disconnect().await;
+    let pipe = pipe.to_path_buf();
+    // open() blocks until flymc opens the pipe for writing; then read to its end.
+    tokio::task::spawn_blocking(move || std::fs::read(&pipe))
+        .await
+        .map_err(|e| HookError::Usage(format!("waiting to resume: {e}")))?
+        .map_err(|e| HookError::Usage(format!("cannot read the resume pipe: {e}")))?;
+    Ok(())
+}
+
 /// Long-poll for enable orders until the server goes away.
 async fn poll_loop(inner: Weak<Inner>, client: Arc<Client>) {
-    let Some((node, incarnation, exit)) = inner
-        .upgrade()
-        .map(|i| (i.cfg.node, i.cfg.incarnation, i.cfg.exit_when_server_gone))
-    else {
+    let Some((node, incarnation, exit, resume)) = inner.upgrade().map(|i| {
+        (
+            i.cfg.node,
+            i.cfg.incarnation,
+            i.cfg.exit_when_server_gone,
+            i.cfg.resume.clone(),
+        )
+    }) else {
         return;
     };
     let mut after = 0;
@@ -568,12 +603,22 @@ async fn poll_loop(inner: Weak<Inner>, client: Arc<Client>) {
         let Some(inner) = inner.upgrade() else {
             return;
         };
-        match res {
+        let res = match res {
             Ok(reply) => {
-                let mut l = inner.lock();
-                l.push(reply.orders);
-                after = l.after;
+                {
+                    let mut l = inner.lock();
+                    l.push(reply.orders);
+                    after = l.after;
+                }
+                match (reply.pause, &resume) {
+                    (Some(n), Some(pipe)) => pause(&client, node, incarnation, n, pipe).await,
+                    _ => Ok(()),
+                }
             }
+            Err(e) => Err(e),
+        };
+        match res {
+            Ok(()) => {}
             Err(e) => {
                 if exit {
                     eprintln!("flymc-hook: node n{node}: {e}; exiting");

@@ -33,6 +33,8 @@ pub mod env {
     pub const PEERS: &str = "FLYMC_PEERS";
     /// The node's own data directory; it survives crashes and reboots within one run.
     pub const DATA_DIR: &str = "FLYMC_DATA_DIR";
+    /// A named pipe the hook opens and reads to its end to go on after a pause.
+    pub const RESUME: &str = "FLYMC_RESUME";
     /// The protocol version flymc speaks (informational).
     pub const PROTOCOL: &str = "FLYMC_PROTOCOL";
 }
@@ -101,6 +103,10 @@ pub struct RegisterRequest {
     /// The node's process id, for diagnostics.
     #[serde(default)]
     pub pid: Option<u32>,
+    /// The hook can pause for a checkpoint (`pause` in a poll reply): flymc may then snapshot
+    /// the node's process and restore copies of it later.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pausable: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -214,7 +220,23 @@ pub struct PollRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PollReply {
     pub orders: Vec<Order>,
+    /// Pause number `n` for a checkpoint: after the orders, report `paused` with `n`, close
+    /// every connection to the server, and open `FLYMC_RESUME` for reading, read it to its end,
+    /// then poll again on new connections.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<u64>,
 }
+
+/// `POST /v1/paused`: the hook paused as asked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PausedRequest {
+    pub node: usize,
+    pub incarnation: u32,
+    pub pause: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PausedReply {}
 
 /// An order to process one event at this node.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -8,6 +8,8 @@
 //! next when the prefix names none is the order's choice, and the plan's sleep set a filter
 //! over it.
 
+use std::sync::Arc;
+
 use flymc_model::{
     EventKind, GlobalState, Property, PropertyKind, System, Target, TargetError, Violation,
     Workload,
@@ -21,6 +23,7 @@ use crate::order::Order;
 use crate::plan::Plan;
 use crate::run::{Enabled, Ending, Run, Step, HANG_PROPERTY};
 use crate::sleepset::SleepSet;
+use crate::snapshots::{Prefix, Snapshots};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
@@ -57,10 +60,25 @@ impl<'a> Executor<'a> {
         cache: Option<&mut StateEventCache>,
         dep: Option<&mut dyn Dependence>,
     ) -> Result<Run, ExecError> {
-        let result = self.run_inner(target, plan, cache, dep).map(|mut run| {
-            run.late_reports = target.late_reports();
-            run
-        });
+        self.run_snapshots(target, plan, cache, dep, None)
+    }
+
+    /// [`Executor::run_with`], starting from the deepest snapshot of the plan's prefix that
+    /// `snaps` and the target keep, and taking new ones where [`Snapshots::wanted`] says.
+    pub fn run_snapshots(
+        &self,
+        target: &mut dyn Target,
+        plan: &Plan,
+        cache: Option<&mut StateEventCache>,
+        dep: Option<&mut dyn Dependence>,
+        snaps: Option<&mut Snapshots>,
+    ) -> Result<Run, ExecError> {
+        let result = self
+            .run_inner(target, plan, cache, dep, snaps)
+            .map(|mut run| {
+                run.late_reports = target.late_reports();
+                run
+            });
         let stopped = target.stop();
         let run = result?;
         stopped.map_err(|source| ExecError::Target {
@@ -76,10 +94,11 @@ impl<'a> Executor<'a> {
         plan: &Plan,
         cache: Option<&mut StateEventCache>,
         dep: Option<&mut dyn Dependence>,
+        snaps: Option<&mut Snapshots>,
     ) -> Result<Run, ExecError> {
         // One lifetime for the run's borrows: shorten the trait object's to it.
         let dep = dep.map(|d| d as &mut dyn Dependence);
-        let mut r = Running::start(self, target, plan, cache, dep)?;
+        let mut r = Running::start(self, target, plan, cache, dep, snaps)?;
         if r.violated(0, PropertyKind::Safety) {
             return Ok(r.run);
         }
@@ -118,6 +137,10 @@ struct Running<'r> {
     /// The step count the run ends at.
     limit: usize,
     run: Run,
+    snaps: Option<&'r mut Snapshots>,
+    /// The snapshot the target was restored at: its first `depth()` steps are taken from what
+    /// the run that took it saw, not from the target.
+    restored: Option<Arc<Prefix>>,
 }
 
 impl<'r> Running<'r> {
@@ -128,12 +151,22 @@ impl<'r> Running<'r> {
         plan: &'r Plan,
         cache: Option<&'r mut StateEventCache>,
         dep: Option<&'r mut dyn Dependence>,
+        mut snaps: Option<&'r mut Snapshots>,
     ) -> Result<Self, ExecError> {
         let w = exec.workload;
         let err = |source| ExecError::Target { step: 0, source };
-        target.start(w).map_err(err)?;
+        let restored = match snaps.as_deref_mut() {
+            Some(s) => restore(target, w, plan, s),
+            None => None,
+        };
+        let state = match &restored {
+            Some(p) => p.states[0].clone(),
+            None => {
+                target.start(w).map_err(err)?;
+                target.settle().map_err(err)?
+            }
+        };
         let props = exec.system.properties(w);
-        let state = target.settle().map_err(err)?;
         Ok(Running {
             workload: w,
             target,
@@ -157,11 +190,49 @@ impl<'r> Running<'r> {
                 crash_loses_sent: exec.system.crash_loses_sent(),
                 late_reports: 0,
             },
+            snaps,
+            restored,
         })
+    }
+
+    /// The restored snapshot, while step `step` is within it.
+    fn replaying(&self, step: usize) -> Option<&Prefix> {
+        self.restored.as_deref().filter(|p| step < p.depth())
+    }
+
+    /// Take a snapshot here if one is wanted and the target can. A target that cannot take
+    /// this one says so and the run goes on; an error means the cluster is lost.
+    fn checkpoint(&mut self) -> Result<(), ExecError> {
+        let step = self.run.steps.len();
+        if self.replaying(step).is_some() {
+            return Ok(());
+        }
+        let Some(snaps) = self.snaps.as_deref_mut() else {
+            return Ok(());
+        };
+        let ids = self.run.event_ids();
+        let Some(key) = snaps.wanted(self.plan, &ids) else {
+            return Ok(());
+        };
+        match self.target.checkpoint(key) {
+            Ok(true) => snaps.insert(
+                key,
+                Prefix {
+                    ids,
+                    steps: self.run.steps.clone(),
+                    states: self.run.states.clone(),
+                    hashes: self.run.hashes.clone(),
+                },
+            ),
+            Ok(false) => snaps.stats.declined += 1,
+            Err(source) => return Err(ExecError::Target { step, source }),
+        }
+        Ok(())
     }
 
     fn step(&mut self) -> Result<Flow, ExecError> {
         let step = self.run.steps.len();
+        self.checkpoint()?;
         if step >= self.limit && !self.past_limit(step) {
             self.run.ending = Ending::EventLimit;
             return Ok(Flow::End);
@@ -216,7 +287,12 @@ impl<'r> Running<'r> {
 
     /// What is pending, with its creation clocks, and the faults the budgets allow.
     fn enabled(&mut self) -> Vec<Enabled> {
-        let mut enabled = self.clocks.enabled(self.target.pending());
+        let step = self.run.steps.len();
+        let pending = match self.replaying(step) {
+            Some(p) => p.pending(step),
+            None => self.target.pending(),
+        };
+        let mut enabled = self.clocks.enabled(pending);
         self.faults.add_candidates(&mut enabled, &self.clocks);
         enabled
     }
@@ -269,10 +345,20 @@ impl<'r> Running<'r> {
             .and_then(|c| c.lookup(before, event.id));
         // With a cached S' the executor need not wait for the target to settle; a simulated
         // target settles instantly, so we still read it and only count the hit.
-        let settled = self.apply(&event).and_then(|_| match cached {
-            Some((state, hash)) => Ok((state, Some(hash))),
-            None => self.target.settle().map(|s| (s, None)),
-        });
+        let settled = match self.replaying(step) {
+            // What the snapshot's run saw, cache hit or not, as a re-execution would.
+            Some(p) => {
+                let i = step + 1;
+                let hit = p.steps[step].cached.then_some(p.hashes[i]);
+                let state = p.states[i].clone();
+                self.faults_of(&event);
+                Ok((state, hit))
+            }
+            None => self.apply(&event).and_then(|_| match cached {
+                Some((state, hash)) => Ok((state, Some(hash))),
+                None => self.target.settle().map(|s| (s, None)),
+            }),
+        };
         let (state, was_cached) = match settled {
             Ok(s) => s,
             Err(TargetError::Hang { node, millis }) => {
@@ -308,6 +394,15 @@ impl<'r> Running<'r> {
         } else {
             Flow::Next
         })
+    }
+
+    /// A replayed crash or reboot spends the fault budget as the executed one did.
+    fn faults_of(&mut self, event: &flymc_model::Event) {
+        match event.kind {
+            EventKind::Crash => self.faults.crashed(event.to),
+            EventKind::Reboot => self.faults.rebooted(event.to),
+            _ => {}
+        }
     }
 
     /// Deliver, crash or reboot, spending the fault budget only when the target did.
@@ -351,6 +446,29 @@ impl<'r> Running<'r> {
         }
         self.run
     }
+}
+
+/// Restore `target` at the deepest snapshot of `plan`'s prefix, if there is one; a snapshot the
+/// target lost or cannot restore is forgotten, and the run starts from the beginning.
+fn restore(
+    target: &mut dyn Target,
+    w: &Workload,
+    plan: &Plan,
+    snaps: &mut Snapshots,
+) -> Option<Arc<Prefix>> {
+    let (key, prefix) = snaps.deepest(&plan.prefix)?;
+    match target.restore(w, key) {
+        Ok(true) => {
+            snaps.stats.restored += 1;
+            snaps.stats.steps_skipped += prefix.depth() as u64;
+            return Some(prefix);
+        }
+        Ok(false) => {}
+        Err(e) => tracing::warn!("cannot restore a snapshot, re-executing its prefix: {e}"),
+    }
+    snaps.stats.fallbacks += 1;
+    snaps.forget(key);
+    None
 }
 
 fn check(

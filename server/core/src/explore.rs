@@ -10,6 +10,7 @@ use crate::cache::StateEventCache;
 use crate::executor::{ExecError, Executor};
 use crate::plan::{Plan, Tail};
 use crate::run::Run;
+use crate::snapshots::{SnapshotStats, Snapshots};
 use crate::strategy::{Strategy, StrategyStats};
 
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +38,9 @@ pub struct ExploreConfig {
     /// Stop only on a violation of this property (benchmarks look for one bug and step over
     /// others); `None` stops on the first violation of any property.
     pub stop_on_property: Option<String>,
+    /// Start paths from snapshots of their prefixes where the target can take them
+    /// ([`crate::snapshots`]).
+    pub snapshots: bool,
 }
 
 impl Default for ExploreConfig {
@@ -46,6 +50,7 @@ impl Default for ExploreConfig {
             check_determinism: false,
             cache: true,
             stop_on_property: None,
+            snapshots: false,
         }
     }
 }
@@ -86,6 +91,7 @@ pub struct Outcome {
     pub late_paths: u64,
     pub late_reports: u64,
     pub events: u64,
+    pub snapshots: SnapshotStats,
 }
 
 pub fn explore(
@@ -113,6 +119,7 @@ pub fn explore_with(
         .target(workload)
         .map_err(|e| ExploreError::Setup(e.to_string()))?;
     let mut cache = StateEventCache::new();
+    let mut snaps = Snapshots::new();
     let use_cache = cfg.cache && system.states_are_complete();
     let mut out = Outcome {
         paths: 0,
@@ -128,6 +135,7 @@ pub fn explore_with(
         late_reports: 0,
         events: 0,
         other_violations: 0,
+        snapshots: SnapshotStats::default(),
     };
     loop {
         if cfg.max_paths.is_some_and(|m| out.paths >= m) {
@@ -137,11 +145,12 @@ pub fn explore_with(
             out.exhausted = true;
             break;
         };
-        let run = exec.run_with(
+        let run = exec.run_snapshots(
             target.as_mut(),
             &plan,
             use_cache.then_some(&mut cache),
             strategy.dependence(),
+            cfg.snapshots.then_some(&mut snaps),
         )?;
         out.paths += 1;
         out.events += run.steps.len() as u64;
@@ -178,6 +187,7 @@ pub fn explore_with(
     out.cache_hits = cache.hits;
     out.cache_misses = cache.misses;
     out.stats = strategy.stats();
+    out.snapshots = snaps.stats.clone();
     Ok(out)
 }
 

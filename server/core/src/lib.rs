@@ -19,6 +19,7 @@ pub mod plan;
 pub mod replay;
 pub mod run;
 mod sleepset;
+pub mod snapshots;
 pub mod strategy;
 pub mod workloads;
 

@@ -44,4 +44,18 @@ pub trait Target: Send {
     fn late_reports(&self) -> u64 {
         0
     }
+    /// Keep the cluster as it is now (settled, between two steps) under `key`, so that a later
+    /// run can start here with [`Target::restore`] instead of re-executing the steps that led
+    /// here. `Ok(false)`: this target keeps no snapshots, or declined this one (its store is
+    /// full); the run goes on either way.
+    fn checkpoint(&mut self, _key: u64) -> Result<bool, TargetError> {
+        Ok(false)
+    }
+    /// Start a run of `workload` at the snapshot `key` instead of [`Target::start`], settled.
+    /// `Ok(false)`: the target no longer holds it (evicted) and started nothing; the caller
+    /// starts from the beginning. An error leaves nothing running, and the caller may still
+    /// start from the beginning.
+    fn restore(&mut self, _workload: &Workload, _key: u64) -> Result<bool, TargetError> {
+        Ok(false)
+    }
 }

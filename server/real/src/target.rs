@@ -11,6 +11,7 @@
 //! environment; it gets every node's slot), the workload's client requests, and how long a node
 //! may take to settle before that is a [`TargetError::Hang`].
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,6 +21,7 @@ use flymc_model::{Event, EventId, GlobalState, NodeId, Target, TargetError, Work
 use crate::cluster::local::LocalBackend;
 use crate::cluster::{Backend, ExitListener, NodeCommand, NodeSlot};
 use crate::eventserver::protocol::{env, PROTOCOL_VERSION};
+use crate::eventserver::SavedRun;
 use crate::eventserver::{EventServer, Unquiet};
 
 pub use crate::eventserver::ClientRequest;
@@ -132,6 +134,20 @@ pub struct RealTarget {
     deferred: Mutex<Option<TargetError>>,
     /// The server's count of late events when this run began.
     late_base: u64,
+    /// What the server and this target knew at each checkpoint the backend keeps.
+    kept: HashMap<u64, Kept>,
+}
+
+/// A checkpoint's run besides its processes and directories (which the backend keeps).
+struct Kept {
+    saved: SavedRun,
+    crashes: Vec<u32>,
+    reboots: Vec<u32>,
+}
+
+/// The named pipe node `slot` waits on after pausing for a checkpoint.
+fn resume_pipe(slot: &NodeSlot) -> std::path::PathBuf {
+    slot.data_dir.with_extension("resume")
 }
 
 impl RealTarget {
@@ -152,6 +168,7 @@ impl RealTarget {
             running: false,
             late_base: 0,
             deferred: Mutex::new(None),
+            kept: HashMap::new(),
         }
     }
 
@@ -217,14 +234,16 @@ impl RealTarget {
         ] {
             cmd.env.push((k.to_string(), v));
         }
-        let weak = Arc::downgrade(&server);
-        let run = server.run_id();
-        let on_exit: ExitListener = Arc::new(move |node, incarnation, how| {
-            if let Some(s) = weak.upgrade() {
-                s.node_exited(run, node, incarnation, how);
-            }
-        });
         let slot = slot.clone();
+        if self.backend.checkpoints().is_some() {
+            let pipe = resume_pipe(&slot);
+            make_pipe(&pipe).map_err(|e| {
+                TargetError::Other(format!("cannot create {}: {e}", pipe.display()))
+            })?;
+            cmd.env
+                .push((env::RESUME.to_string(), pipe.display().to_string()));
+        }
+        let on_exit = exit_listener(&server);
         self.backend
             .launch(&slot, incarnation, &cmd, on_exit)
             .map_err(|e| TargetError::Other(e.to_string()))?;
@@ -277,6 +296,22 @@ impl RealTarget {
         }
     }
 
+    /// Let paused nodes go on: write to their resume pipes. Each open waits for the node to
+    /// open its end; a node that does not within the settle timeout is an error.
+    fn resume(&self, nodes: &[NodeId]) -> Result<(), TargetError> {
+        for &n in nodes {
+            let pipe = resume_pipe(&self.slots[n]);
+            release(&pipe, self.cfg.settle_timeout).map_err(|e| {
+                TargetError::Other(format!(
+                    "{}: node n{n} did not resume after a checkpoint ({}): {e}",
+                    self.cfg.system,
+                    pipe.display()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
     fn check_node(&self, node: NodeId) -> Result<(), TargetError> {
         if node >= self.slots.len() {
             return Err(TargetError::BadNode(node, "no such node".into()));
@@ -315,6 +350,113 @@ impl Target for RealTarget {
             self.launch(node, 0)?;
         }
         self.quiet()
+    }
+
+    fn checkpoint(&mut self, key: u64) -> Result<bool, TargetError> {
+        self.take_deferred()?;
+        if self.backend.checkpoints().is_none() {
+            return Ok(false);
+        }
+        self.srv()?;
+        let server = self.server.clone().expect("running");
+        let paused = match server.pause(self.cfg.settle_timeout) {
+            Ok(p) => p,
+            Err((why, paused)) => {
+                self.resume(&paused)?;
+                server.end_pause();
+                tracing::warn!("{}: no snapshot here: {why}", self.cfg.system);
+                return Ok(false);
+            }
+        };
+        let saved = server.save_run();
+        let dumped = self
+            .backend
+            .checkpoints()
+            .expect("checked above")
+            .dump(key, &paused);
+        // The originals go on whatever became of the snapshot.
+        self.resume(&paused)?;
+        server.end_pause();
+        match dumped {
+            Ok(true) => {
+                self.kept.insert(
+                    key,
+                    Kept {
+                        saved,
+                        crashes: self.crashes.clone(),
+                        reboots: self.reboots.clone(),
+                    },
+                );
+                Ok(true)
+            }
+            Ok(false) => Ok(false),
+            Err(e) => {
+                tracing::warn!("{}: no snapshot here: {e}", self.cfg.system);
+                Ok(false)
+            }
+        }
+    }
+
+    fn restore(&mut self, workload: &Workload, key: u64) -> Result<bool, TargetError> {
+        let Some(kept) = self.kept.get(&key) else {
+            return Ok(false);
+        };
+        let (saved, crashes, reboots) = (
+            kept.saved.clone(),
+            kept.crashes.clone(),
+            kept.reboots.clone(),
+        );
+        if self.backend.checkpoints().is_none() {
+            return Ok(false);
+        }
+        if self.running {
+            self.stop()?;
+        }
+        *self.deferred.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        let server = self.server_or_start()?;
+        let live: Vec<(NodeId, u32)> = saved
+            .alive()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(n, inc)| inc.map(|i| (n, i)))
+            .collect();
+        // The new run first, so that the copies' exits are news about it.
+        server.resume_run(&saved);
+        let restored = self.backend.checkpoints().expect("checked above").restore(
+            key,
+            &live,
+            exit_listener(&server),
+        );
+        let slots = match restored {
+            Ok(Some(slots)) => slots,
+            Ok(None) => {
+                server.end_run();
+                self.kept.remove(&key);
+                return Ok(false);
+            }
+            Err(e) => {
+                server.end_run();
+                self.kept.remove(&key);
+                let _ = self.backend.stop();
+                return Err(TargetError::Other(format!(
+                    "{}: cannot restore a snapshot: {e}",
+                    self.cfg.system
+                )));
+            }
+        };
+        self.slots = slots;
+        self.workload = Some(workload.clone());
+        self.crashes = crashes;
+        self.reboots = reboots;
+        self.late_base = server.stats().late_events;
+        self.running = true;
+        let nodes: Vec<NodeId> = live.iter().map(|(n, _)| *n).collect();
+        if let Err(e) = self.resume(&nodes) {
+            let _ = self.stop();
+            return Err(e);
+        }
+        self.quiet()?;
+        Ok(true)
     }
 
     fn late_reports(&self) -> u64 {
@@ -398,6 +540,61 @@ impl Target for RealTarget {
             .map_err(|e| TargetError::Other(e.to_string()));
         self.take_deferred()?;
         stopped
+    }
+}
+
+/// Tells the server when a node process of its current run ends.
+fn exit_listener(server: &Arc<EventServer>) -> ExitListener {
+    let weak = Arc::downgrade(server);
+    let run = server.run_id();
+    Arc::new(move |node, incarnation, how| {
+        if let Some(s) = weak.upgrade() {
+            s.node_exited(run, node, incarnation, how);
+        }
+    })
+}
+
+/// Create the named pipe `path` (afresh).
+fn make_pipe(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let _ = std::fs::remove_file(path);
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: a valid NUL-terminated path; mkfifo touches nothing else.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Write to the pipe a paused hook reads to its end. Opening for writing waits for the reader;
+/// if it does not come within `timeout`, open the reading end ourselves so the waiting open
+/// returns, and fail.
+fn release(path: &std::path::Path, timeout: Duration) -> std::io::Result<()> {
+    use std::io::Write;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p = path.to_path_buf();
+    std::thread::spawn(move || {
+        let r = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .and_then(|mut f| f.write_all(b"go\n"));
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(r) => r,
+        Err(_) => {
+            use std::os::unix::fs::OpenOptionsExt;
+            let _unblock = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path);
+            let _ = rx.recv();
+            Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("nobody opened it within {} ms", timeout.as_millis()),
+            ))
+        }
     }
 }
 

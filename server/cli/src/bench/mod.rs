@@ -167,6 +167,7 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         check_determinism: false,
         cache: job.cache,
         stop_on_property: job.expect.clone(),
+        ..Default::default()
     };
     let out: Outcome = explore(
         system.as_ref(),

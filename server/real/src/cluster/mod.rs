@@ -84,6 +84,28 @@ pub trait Backend: Send {
     fn stop(&mut self) -> Result<(), ClusterError>;
     /// The process id of each node that is running.
     fn pids(&self) -> Vec<(NodeId, u32)>;
+    /// Snapshots of the running nodes, if this backend can take them here.
+    fn checkpoints(&mut self) -> Option<&mut dyn Checkpoints> {
+        None
+    }
+}
+
+/// A backend that can snapshot its node processes (CRIU) and start copies of them later.
+pub trait Checkpoints {
+    /// Snapshot the processes of `nodes` (paused, with no connection to flymc), leaving them
+    /// running, and the run directory of every node as it is now, under `key`. `Ok(false)`:
+    /// declined (the store is full and nothing could be evicted); the nodes run on either way.
+    fn dump(&mut self, key: u64, nodes: &[NodeId]) -> Result<bool, ClusterError>;
+    /// End the current run and start the snapshot `key` instead: its run directory back as it
+    /// was, and a copy of each of its processes (node, incarnation), reporting their exits to
+    /// `on_exit`. Returns the slots (those of the run the snapshot was taken in), or `None`
+    /// when the snapshot is no longer kept.
+    fn restore(
+        &mut self,
+        key: u64,
+        nodes: &[(NodeId, u32)],
+        on_exit: ExitListener,
+    ) -> Result<Option<Vec<NodeSlot>>, ClusterError>;
 }
 
 /// Find a node program built alongside flymc: next to the running executable, or one folder

@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::protocol::{
-    CancelRequest, DoneRequest, ErrorReply, EventsRequest, PollReply, PollRequest, RegisterRequest,
-    PROTOCOL_VERSION, TOKEN_HEADER,
+    CancelRequest, DoneRequest, ErrorReply, EventsRequest, PausedRequest, PollReply, PollRequest,
+    RegisterRequest, PROTOCOL_VERSION, TOKEN_HEADER,
 };
 use super::state::ServerError;
 use super::Shared;
@@ -116,7 +116,10 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Result<Bytes, Se
             format!("hook protocol version {version} is not supported; this flymc speaks version {PROTOCOL_VERSION}: update the hook"),
         ));
     }
-    if !matches!(endpoint, "register" | "events" | "done" | "poll" | "cancel") {
+    if !matches!(
+        endpoint,
+        "register" | "events" | "done" | "poll" | "cancel" | "paused"
+    ) {
         return Err(split_path("/").unwrap_err());
     }
     if req.method() != Method::POST {
@@ -149,21 +152,25 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Result<Bytes, Se
             let r: CancelRequest = body(req).await?;
             Ok(json(&shared.with(|st| st.cancel(&r))?))
         }
+        "paused" => {
+            let r: PausedRequest = body(req).await?;
+            Ok(json(&shared.with(|st| st.paused(&r))?))
+        }
         _ => {
             let r: PollRequest = body(req).await?;
-            let orders = poll(shared, &r, token.as_deref()).await?;
-            Ok(json(&PollReply { orders }))
+            let (orders, pause) = poll(shared, &r, token.as_deref()).await?;
+            Ok(json(&PollReply { orders, pause }))
         }
     }
 }
 
-/// Answer at once when there are orders after `r.after`, else hold the request until there are
-/// or the wait is over (then answer with none).
+/// Answer at once when there are orders after `r.after` or a pause is asked, else hold the
+/// request until there are or the wait is over (then answer with none).
 async fn poll(
     shared: &Arc<Shared>,
     r: &PollRequest,
     token: Option<&str>,
-) -> Result<Vec<super::protocol::Order>, ServerError> {
+) -> Result<(Vec<super::protocol::Order>, Option<u64>), ServerError> {
     let wait = Duration::from_millis(r.wait_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_WAIT_MS));
     let deadline = tokio::time::Instant::now() + wait;
     let notify = shared.notify(r.node);
@@ -171,16 +178,16 @@ async fn poll(
         let notified = notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let orders = shared.with(|st| {
+        let (orders, pause) = shared.with(|st| {
             st.check_token(token)?;
             st.poll(r)
         })?;
-        if !orders.is_empty() {
-            return Ok(orders);
+        if !orders.is_empty() || pause.is_some() {
+            return Ok((orders, pause));
         }
         tokio::select! {
             _ = &mut notified => {}
-            _ = tokio::time::sleep_until(deadline) => return Ok(Vec::new()),
+            _ = tokio::time::sleep_until(deadline) => return Ok((Vec::new(), None)),
         }
     }
 }

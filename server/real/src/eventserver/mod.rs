@@ -24,7 +24,7 @@ use hyper_util::rt::TokioIo;
 use rand::RngCore;
 use tokio::sync::{oneshot, Notify};
 
-pub use state::{ClientRequest, RunState, ServerError, ServerStats, Unquiet};
+pub use state::{ClientRequest, RunState, SavedRun, ServerError, ServerStats, Unquiet};
 
 /// Nodes beyond this index get no long-poll slot (their requests fail as unknown nodes).
 const MAX_NODES: usize = 4096;
@@ -225,6 +225,66 @@ impl EventServer {
                 }
             }
         }
+    }
+
+    /// Ask every live node's hook to pause and wait until all have (at most `timeout`): then
+    /// no hook has a connection to the server, and its process can be checkpointed. Returns the
+    /// nodes that paused. On an error, the reason and the nodes that did pause (they wait to
+    /// be resumed all the same); no pause is left pending.
+    pub fn pause(&self, timeout: Duration) -> Result<Vec<NodeId>, (String, Vec<NodeId>)> {
+        let asked = self
+            .shared
+            .with(RunState::ask_pause)
+            .map_err(|why| (why, Vec::new()))?;
+        for &n in &asked {
+            self.shared.wake_pollers(Some(n));
+        }
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.lock();
+        while !st.all_paused() {
+            if let Err(Unquiet::Exited(n, how)) = st.quiet() {
+                let paused = st.paused_nodes();
+                st.end_pause();
+                return Err((format!("node n{n} exited while pausing ({how})"), paused));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                let paused = st.paused_nodes();
+                st.end_pause();
+                return Err((
+                    format!("the nodes did not pause within {} ms", timeout.as_millis()),
+                    paused,
+                ));
+            }
+            st = self
+                .shared
+                .changed
+                .wait_timeout(st, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        Ok(asked)
+    }
+
+    /// The paused nodes were let go (or killed): no pause is pending.
+    pub fn end_pause(&self) {
+        self.shared.with(RunState::end_pause);
+    }
+
+    /// The run as it is now, to resume from later ([`EventServer::resume_run`]).
+    pub fn save_run(&self) -> SavedRun {
+        self.shared.lock().save()
+    }
+
+    /// Start a new run that goes on from `saved` (its processes restored from the same
+    /// checkpoint). Returns the new run's id.
+    pub fn resume_run(&self, saved: &SavedRun) -> u64 {
+        let run = self.shared.with(|st| {
+            st.resume(saved);
+            st.run()
+        });
+        self.shared.wake_pollers(None);
+        run
     }
 
     /// The global state now.

@@ -10,7 +10,8 @@ use serde_json::{Map, Value};
 
 use super::protocol::{
     self as wire, CancelReply, CancelRequest, DoneReply, DoneRequest, EventsReply, EventsRequest,
-    Kind, Order, PollRequest, RegisterReply, RegisterRequest, WireEvent, PROTOCOL_VERSION,
+    Kind, Order, PausedReply, PausedRequest, PollRequest, RegisterReply, RegisterRequest,
+    WireEvent, PROTOCOL_VERSION,
 };
 
 /// A rejected request: the HTTP status, a stable code and a reason for people.
@@ -62,6 +63,7 @@ enum Status {
     Dropped,
 }
 
+#[derive(Clone)]
 struct Record {
     event: Event,
     wire_kind: Kind,
@@ -77,6 +79,7 @@ struct Record {
     peer: Option<(NodeId, u32)>,
 }
 
+#[derive(Clone)]
 struct NodeState {
     incarnation: u32,
     alive: bool,
@@ -94,6 +97,10 @@ struct NodeState {
     parked: Option<EventId>,
     /// The process ended without being crashed by flymc.
     exited: Option<String>,
+    /// Its hook can pause for a checkpoint (it said so when it registered).
+    pausable: bool,
+    /// A pause asked of it (its number), and whether the hook has paused.
+    pause: Option<(u64, bool)>,
 }
 
 impl NodeState {
@@ -111,6 +118,8 @@ impl NodeState {
             outstanding: VecDeque::new(),
             parked: None,
             exited: None,
+            pausable: false,
+            pause: None,
         }
     }
 
@@ -127,7 +136,7 @@ pub enum Unquiet {
 }
 
 /// One run's state. A fresh token per run makes requests of earlier runs fail with 401.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct RunState {
     /// Counts runs, so news about a process of an earlier run is ignored.
     run: u64,
@@ -139,7 +148,29 @@ pub struct RunState {
     actions: u64,
     /// Counts reports, for the order of FIFO channels.
     reports: u64,
+    /// Counts pauses asked for (checkpoints).
+    pauses: u64,
     pub stats: ServerStats,
+}
+
+/// A run's state as it was at a checkpoint, to go on from later ([`RunState::resume`]).
+#[derive(Clone)]
+pub struct SavedRun(RunState);
+
+impl SavedRun {
+    /// The token the run's processes carry.
+    pub fn token(&self) -> &str {
+        &self.0.token
+    }
+
+    /// Which nodes were alive, with their incarnations.
+    pub fn alive(&self) -> Vec<Option<u32>> {
+        self.0
+            .nodes
+            .iter()
+            .map(|s| s.alive.then_some(s.incarnation))
+            .collect()
+    }
 }
 
 /// Wire ids and model ids are the same 64 bits.
@@ -313,6 +344,7 @@ impl RunState {
         let s = self.member(r.node, r.incarnation)?;
         s.registered = true;
         s.pid = r.pid;
+        s.pausable = r.pausable;
         Ok(RegisterReply {
             protocol: PROTOCOL_VERSION,
             node: r.node,
@@ -546,11 +578,96 @@ impl RunState {
         Ok(CancelReply { cancelled })
     }
 
-    /// Orders for a poll, validating it; empty when the hook has them all.
-    pub fn poll(&mut self, r: &PollRequest) -> Result<Vec<Order>, ServerError> {
+    /// Orders for a poll, validating it, and a pause asked of the node; nothing when the hook
+    /// has every order and no pause is asked.
+    pub fn poll(&mut self, r: &PollRequest) -> Result<(Vec<Order>, Option<u64>), ServerError> {
         let s = self.registered(r.node, r.incarnation)?;
         let from = (r.after as usize).min(s.orders.len());
-        Ok(s.orders[from..].to_vec())
+        let pause = match s.pause {
+            Some((n, false)) => Some(n),
+            _ => None,
+        };
+        Ok((s.orders[from..].to_vec(), pause))
+    }
+
+    /// The hook paused as asked: it has no connection to the server until it is resumed.
+    pub fn paused(&mut self, r: &PausedRequest) -> Result<PausedReply, ServerError> {
+        let s = self.registered(r.node, r.incarnation)?;
+        match s.pause {
+            Some((n, _)) if n == r.pause => {
+                s.pause = Some((n, true));
+                Ok(PausedReply {})
+            }
+            _ => Err(ServerError::new(
+                409,
+                "conflict",
+                format!("node n{} was not asked for pause {}", r.node, r.pause),
+            )),
+        }
+    }
+
+    /// Ask every live node to pause (before a checkpoint); the nodes that will be asked. Fails,
+    /// asking nothing, when a live node's hook cannot pause or the cluster is not quiet.
+    pub fn ask_pause(&mut self) -> Result<Vec<NodeId>, String> {
+        self.quiet()
+            .map_err(|u| format!("the cluster is not quiet: {u:?}"))?;
+        if let Some(i) = self.nodes.iter().position(|s| s.alive && !s.pausable) {
+            return Err(format!(
+                "node n{i}'s hook cannot pause for a checkpoint (it did not register as pausable)"
+            ));
+        }
+        self.pauses += 1;
+        let n = self.pauses;
+        let mut asked = Vec::new();
+        for (i, s) in self.nodes.iter_mut().enumerate() {
+            if s.alive {
+                s.pause = Some((n, false));
+                asked.push(i);
+            }
+        }
+        Ok(asked)
+    }
+
+    /// Every node asked to pause has paused.
+    pub fn all_paused(&self) -> bool {
+        self.nodes
+            .iter()
+            .all(|s| !s.alive || s.pause.is_none_or(|(_, p)| p))
+    }
+
+    /// The nodes that have paused.
+    pub fn paused_nodes(&self) -> Vec<NodeId> {
+        (0..self.nodes.len())
+            .filter(|&i| matches!(self.nodes[i].pause, Some((_, true))))
+            .collect()
+    }
+
+    /// The nodes are resumed (or killed): no pause is pending any more.
+    pub fn end_pause(&mut self) {
+        for s in &mut self.nodes {
+            s.pause = None;
+        }
+    }
+
+    /// This run as it is now, without its counters, to resume from later.
+    pub fn save(&self) -> SavedRun {
+        let mut saved = self.clone();
+        saved.stats = ServerStats::default();
+        saved.end_pause();
+        for s in &mut saved.nodes {
+            s.pid = None;
+        }
+        SavedRun(saved)
+    }
+
+    /// Go on from `saved` as a new run: its processes (restored from the same checkpoint) carry
+    /// its token, and news about processes of earlier runs is ignored as after [`RunState::begin`].
+    pub fn resume(&mut self, saved: &SavedRun) {
+        let stats = std::mem::take(&mut self.stats);
+        let run = self.run + 1;
+        *self = saved.0.clone();
+        self.run = run;
+        self.stats = stats;
     }
 
     fn pending_visible(&self, rec: &Record) -> bool {
@@ -788,6 +905,7 @@ mod tests {
             node,
             incarnation: st.incarnation(node),
             pid: None,
+            pausable: true,
         })
         .unwrap();
     }
@@ -860,6 +978,71 @@ mod tests {
             reg(&mut st, n);
         }
         st
+    }
+
+    #[test]
+    fn a_run_resumed_from_a_pause_goes_on_with_the_same_events_and_token_as_a_new_run() {
+        let mut st = booted(2);
+        let a = send(&mut st, 0, None, 0, Kind::Message, "a", 1).unwrap();
+        assert!(st.ask_pause().is_err(), "nodes still starting up");
+        for n in 0..2 {
+            done(&mut st, n, None, json!({})).unwrap();
+        }
+        assert_eq!(st.ask_pause().unwrap(), vec![0, 1]);
+        let poll = |node| PollRequest {
+            node,
+            incarnation: 0,
+            after: 0,
+            wait_ms: None,
+        };
+        assert_eq!(st.poll(&poll(1)).unwrap(), (Vec::new(), Some(1)));
+        assert!(!st.all_paused());
+        for node in 0..2 {
+            st.paused(&PausedRequest {
+                node,
+                incarnation: 0,
+                pause: 1,
+            })
+            .unwrap();
+        }
+        assert!(st.all_paused());
+        let saved = st.save();
+        st.end_pause();
+        assert_eq!(st.poll(&poll(1)).unwrap(), (Vec::new(), None));
+        // The original run goes on...
+        st.enable(a).unwrap();
+        done(&mut st, 1, Some(a), json!({"got": 1})).unwrap();
+        let (run, pending) = (st.run(), st.pending());
+        // ...and a copy restored later starts where the pause was, as a run of its own.
+        st.resume(&saved);
+        assert_eq!(st.run(), run + 1);
+        assert_eq!(st.token(), "t");
+        assert_eq!(
+            st.pending().iter().map(|e| e.id).collect::<Vec<_>>(),
+            vec![a]
+        );
+        assert_ne!(st.pending(), pending);
+        assert!(st.quiet().is_ok());
+        assert_eq!(st.poll(&poll(1)).unwrap(), (Vec::new(), None));
+        assert_eq!(st.enable(a), Some(1));
+    }
+
+    #[test]
+    fn a_node_that_cannot_pause_refuses_the_checkpoint() {
+        let mut st = RunState::default();
+        st.begin("t".into(), 1, &[]);
+        st.register(&RegisterRequest {
+            protocol: PROTOCOL_VERSION,
+            node: 0,
+            incarnation: 0,
+            pid: None,
+            pausable: false,
+        })
+        .unwrap();
+        done(&mut st, 0, None, json!({})).unwrap();
+        let why = st.ask_pause().unwrap_err();
+        assert!(why.contains("cannot pause"), "{why}");
+        assert!(st.all_paused(), "nothing asked");
     }
 
     #[test]
@@ -942,7 +1125,8 @@ mod tests {
             after: 0,
             wait_ms: None,
         };
-        let orders = st.poll(&poll).unwrap();
+        let (orders, pause) = st.poll(&poll).unwrap();
+        assert_eq!(pause, None);
         assert_eq!(orders.len(), 2);
         assert_eq!((orders[0].previous, orders[1].previous), (None, Some(w(a))));
         assert_eq!(orders[1].event.payload, json!("p"));
@@ -979,6 +1163,7 @@ mod tests {
                 node: 0,
                 incarnation: 0,
                 pid: None,
+                pausable: false,
             })
             .unwrap_err();
         assert_eq!((e.status, e.code), (426, "protocol-version"));
@@ -1077,7 +1262,8 @@ mod tests {
                 after: 1,
                 wait_ms: None
             })
-            .unwrap()[0]
+            .unwrap()
+            .0[0]
                 .event
                 .name,
             "log"

@@ -69,6 +69,9 @@ public final class Agent {
         reg.put("node", (long) Hook.node);
         reg.put("incarnation", (long) Hook.incarnation);
         reg.put("pid", ProcessHandle.current().pid());
+        if (System.getenv("FLYMC_RESUME") != null) {
+            reg.put("pausable", true);
+        }
         Hook.net.post("register", reg, false);
 
         Expr ready = cfg.get("ready_when") != null ? Expr.parse(cfg.get("ready_when").toString()) : null;
@@ -129,6 +132,7 @@ public final class Agent {
                 req.put("after", after);
                 req.put("wait_ms", 25000L);
                 Map<String, Object> r = Hook.net.post("poll", req, true);
+                Object pause = r.get("pause");
                 for (Object o : (List<Object>) r.get("orders")) {
                     Map<String, Object> order = (Map<String, Object>) o;
                     after = Math.max(after, ((Number) order.get("seq")).longValue());
@@ -147,12 +151,29 @@ public final class Agent {
                     }
                     done(id, state);
                 }
+                if (pause != null) {
+                    pause(((Number) pause).longValue());
+                }
             }
         } catch (Throwable e) {
             Hook.log("dispatcher failed: " + e);
             e.printStackTrace();
             Runtime.getRuntime().halt(76);
         }
+    }
+
+    /**
+     * A checkpoint (hooks/PROTOCOL.md, pause): say so, hold no connection to flymc while the
+     * process is snapshotted, and go on when flymc writes to FLYMC_RESUME — in this process and
+     * in every copy restored from the snapshot, each on connections of its own.
+     */
+    private static void pause(long n) throws java.io.IOException {
+        Map<String, Object> b = Hook.base();
+        b.put("pause", n);
+        Hook.net.post("paused", b, false);
+        Hook.net = Hook.net.fresh();
+        // Blocks in open() until flymc opens the pipe for writing, then reads to its end.
+        java.nio.file.Files.readAllBytes(java.nio.file.Path.of(env("FLYMC_RESUME")));
     }
 
     private static Object safe(Expr e) {

@@ -31,7 +31,8 @@ import java.util.regex.Pattern;
 public final class Hook {
     static Map<String, Object> config;
     static List<Point> points = new ArrayList<>();
-    static Net net;
+    /** Replaced by a fresh one after a pause (Agent.pause). */
+    static volatile Net net;
     static int node, nodes, incarnation;
     static final Map<String, Object> captures = new ConcurrentHashMap<>();
     /** What `record` points appended (e.g. exceptions that escaped a thread), in order. */

@@ -15,16 +15,27 @@ import java.util.concurrent.atomic.AtomicInteger;
  * done, one for the long poll, so a report never waits behind a poll.
  */
 final class Net {
+    private final String server;
     private final String base;
     private final String token;
     private final HttpClient calls;
     private final HttpClient polls;
 
     Net(String server, String token) {
+        this.server = server;
         this.base = "http://" + server + "/v1/";
         this.token = token;
         this.calls = client("flymc-http");
         this.polls = client("flymc-poll-http");
+    }
+
+    /**
+     * The same server on new connections. The JDK's client cannot close its pooled ones (before
+     * Java 21): they stay idle, unused, and are dropped with the old client; a copy of this
+     * process restored from a snapshot finds them dead and never touches them.
+     */
+    Net fresh() {
+        return new Net(server, token);
     }
 
     private static HttpClient client(String name) {
