@@ -8,6 +8,7 @@
 
 pub mod cluster;
 pub mod eventserver;
+pub mod snapshot;
 mod target;
 
 use std::net::SocketAddr;
