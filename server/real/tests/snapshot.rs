@@ -112,7 +112,9 @@ fn criu() -> Criu {
 
 /// Everything this test makes goes under one directory, which must end up empty.
 fn base() -> tempfile::TempDir {
-    let d = tempfile::tempdir().expect("a temporary directory");
+    static SYSTEM_TMP: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let tmp = SYSTEM_TMP.get_or_init(std::env::temp_dir);
+    let d = tempfile::tempdir_in(tmp).expect("a temporary directory");
     // Run directories, the store and CRIU's work directories all follow TMPDIR.
     std::env::set_var("TMPDIR", d.path());
     d

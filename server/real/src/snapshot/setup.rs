@@ -41,6 +41,36 @@ const SUITE: &str = "trixie";
 /// The oldest CRIU that knows the kernels' `[vvar_vclock]` mapping.
 const MIN_VERSION: (u32, u32) = (4, 1);
 
+/// Linux 6.16 refuses SO_PASSCRED and SO_PASSSEC on sockets other than AF_UNIX, AF_NETLINK and
+/// AF_BLUETOOTH, and CRIU before 4.2 fails to dump any TCP socket there ("Can't get 1:16 opt:
+/// Operation not supported"). CRIU 4.2 fixed it (upstream commit 4b7398595, which passes the
+/// family down); the same check, reading the family with SO_DOMAIN, in `dump_socket_opts`.
+const PASSCRED_DUMP: &str = "\tret |= dump_opt(sk, SOL_SOCKET, SO_PASSCRED, &val);
+\tsoe->has_so_passcred = true;
+\tsoe->so_passcred = val ? true : false;
+
+\tret |= dump_opt(sk, SOL_SOCKET, SO_PASSSEC, &val);
+\tsoe->has_so_passsec = true;
+\tsoe->so_passsec = val ? true : false;
+";
+const PASSCRED_DUMP_FIXED: &str = "\t/* flymc: as CRIU 4.2 (4b7398595), for Linux 6.16 and later. */
+\tval = 0;
+\t{
+\t\tsocklen_t flen = sizeof(val);
+\t\tif (getsockopt(sk, SOL_SOCKET, SO_DOMAIN, &val, &flen) < 0)
+\t\t\tval = AF_UNSPEC;
+\t}
+\tif (val == AF_UNIX || val == AF_NETLINK) {
+\t\tret |= dump_opt(sk, SOL_SOCKET, SO_PASSCRED, &val);
+\t\tsoe->has_so_passcred = true;
+\t\tsoe->so_passcred = val ? true : false;
+
+\t\tret |= dump_opt(sk, SOL_SOCKET, SO_PASSSEC, &val);
+\t\tsoe->has_so_passsec = true;
+\t\tsoe->so_passsec = val ? true : false;
+\t}
+";
+
 fn err<T>(m: impl Into<String>) -> Result<T, SnapshotError> {
     Err(SnapshotError::Failed(m.into()))
 }
@@ -78,6 +108,13 @@ pub fn setup(say: &mut dyn FnMut(&str)) -> Result<(), SnapshotError> {
     apt.download(&orig, &tarball)?;
     verify_sha256(&tarball, &orig.sha256)?;
     let src = unpack(&tarball, work.path(), &format!("criu-{version}"))?;
+    if patch_passcred(&src)? {
+        say("applied CRIU 4.2's fix for TCP sockets on Linux 6.16 and later");
+    } else if !version_at_least(&version, (4, 2)) {
+        return err(format!(
+            "CRIU {version}'s criu/sockets.c is not what flymc patches for Linux 6.16 (SO_PASSCRED)"
+        ));
+    }
     let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
     say(&format!("building CRIU {version} (make -j{jobs} criu)"));
     let started = Instant::now();
@@ -254,9 +291,7 @@ impl SourceFile {
             .and_then(|(_, rest)| rest.split_once(".orig.tar."))
             .map(|(v, _)| v.to_string())
             .ok_or_else(|| SnapshotError::Failed(format!("no version in {}", self.name)))?;
-        let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-        let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-        if (major, minor) < MIN_VERSION {
+        if !version_at_least(&v, MIN_VERSION) {
             return err(format!(
                 "Debian {SUITE} has CRIU {v}; flymc needs {}.{} or later",
                 MIN_VERSION.0, MIN_VERSION.1
@@ -264,6 +299,12 @@ impl SourceFile {
         }
         Ok(v)
     }
+}
+
+/// `4.1.1` is at least (4, 1).
+fn version_at_least(v: &str, min: (u32, u32)) -> bool {
+    let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= min
 }
 
 /// `'URI' NAME SIZE SHA256:HEX` lines.
@@ -425,6 +466,19 @@ fn unpack(tarball: &Path, into: &Path, top: &str) -> Result<PathBuf, SnapshotErr
     Ok(src)
 }
 
+/// Apply [`PASSCRED_DUMP_FIXED`] where the source still has the old code (not in 4.2 and later).
+fn patch_passcred(src: &Path) -> Result<bool, SnapshotError> {
+    let file = src.join("criu/sockets.c");
+    let text = fs::read_to_string(&file)
+        .map_err(|e| SnapshotError::Failed(format!("{}: {e}", file.display())))?;
+    if !text.contains(PASSCRED_DUMP) {
+        return Ok(false);
+    }
+    fs::write(&file, text.replacen(PASSCRED_DUMP, PASSCRED_DUMP_FIXED, 1))
+        .map_err(|e| SnapshotError::Failed(format!("{}: {e}", file.display())))?;
+    Ok(true)
+}
+
 /// `make -jN criu`, its output in `log` (kept: it is what to read when the build fails).
 fn make(src: &Path, jobs: usize, log: &Path) -> Result<(), SnapshotError> {
     let out = fs::File::create(log)
@@ -516,6 +570,19 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
             "Types: deb-src\nURIs: http://m.example/debian\nSuites: trixie\nComponents: main contrib\nSigned-By: /k.gpg\n"
         );
         assert_eq!(derive_sources(&files, "bullseye", "trixie"), "");
+    }
+
+    #[test]
+    fn patches_the_socket_options_dump_once() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir(d.path().join("criu")).unwrap();
+        let file = d.path().join("criu/sockets.c");
+        fs::write(&file, format!("int f(void)\n{{\n{PASSCRED_DUMP}\treturn ret;\n}}\n")).unwrap();
+        assert!(patch_passcred(d.path()).unwrap());
+        let patched = fs::read_to_string(&file).unwrap();
+        assert!(patched.contains("SO_DOMAIN") && !patched.contains(PASSCRED_DUMP));
+        assert!(!patch_passcred(d.path()).unwrap(), "4.2's code is left alone");
+        assert!(version_at_least("4.2", (4, 2)) && !version_at_least("4.1.1", (4, 2)));
     }
 
     #[test]
