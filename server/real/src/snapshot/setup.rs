@@ -53,7 +53,8 @@ const PASSCRED_DUMP: &str = "\tret |= dump_opt(sk, SOL_SOCKET, SO_PASSCRED, &val
 \tsoe->has_so_passsec = true;
 \tsoe->so_passsec = val ? true : false;
 ";
-const PASSCRED_DUMP_FIXED: &str = "\t/* flymc: as CRIU 4.2 (4b7398595), for Linux 6.16 and later. */
+const PASSCRED_DUMP_FIXED: &str =
+    "\t/* flymc: as CRIU 4.2 (4b7398595), for Linux 6.16 and later. */
 \tval = 0;
 \t{
 \t\tsocklen_t flen = sizeof(val);
@@ -577,11 +578,18 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
         let d = tempfile::tempdir().unwrap();
         fs::create_dir(d.path().join("criu")).unwrap();
         let file = d.path().join("criu/sockets.c");
-        fs::write(&file, format!("int f(void)\n{{\n{PASSCRED_DUMP}\treturn ret;\n}}\n")).unwrap();
+        fs::write(
+            &file,
+            format!("int f(void)\n{{\n{PASSCRED_DUMP}\treturn ret;\n}}\n"),
+        )
+        .unwrap();
         assert!(patch_passcred(d.path()).unwrap());
         let patched = fs::read_to_string(&file).unwrap();
         assert!(patched.contains("SO_DOMAIN") && !patched.contains(PASSCRED_DUMP));
-        assert!(!patch_passcred(d.path()).unwrap(), "4.2's code is left alone");
+        assert!(
+            !patch_passcred(d.path()).unwrap(),
+            "4.2's code is left alone"
+        );
         assert!(version_at_least("4.2", (4, 2)) && !version_at_least("4.1.1", (4, 2)));
     }
 
