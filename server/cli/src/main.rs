@@ -51,9 +51,10 @@ enum Command {
     Bench(BenchArgs),
     /// List the workloads of one system (or of all).
     Workloads { system: Option<String> },
-    /// Install and build what a real system needs (`flymc setup zookeeper [--docker]`).
+    /// Install and build what a real system needs (`flymc setup zookeeper [--docker]`), or CRIU
+    /// for cluster snapshots (`flymc setup criu`).
     Setup {
-        /// The system to set up.
+        /// The system to set up, or `criu`.
         #[arg(value_parser = clap::builder::PossibleValuesParser::new(
             systems::SETUPS.iter().map(|(name, _)| *name)
         ))]
@@ -241,7 +242,11 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 .find(|(name, _)| *name == system)
                 .expect("clap checks the name against SETUPS");
             setup(docker, &mut |m| println!("setup: {m}")).map_err(anyhow::Error::msg)?;
-            println!("setup: done; try `flymc workloads {name}`, then `flymc run --system {name} --workload NAME`");
+            if *name == systems::CRIU {
+                println!("setup: done; CRIU is ready for cluster snapshots");
+            } else {
+                println!("setup: done; try `flymc workloads {name}`, then `flymc run --system {name} --workload NAME`");
+            }
             Ok(0)
         }
         Command::Bench(args) => bench(args, folder),

@@ -26,10 +26,24 @@ pub fn all() -> Vec<Box<dyn System>> {
 /// What `flymc setup NAME` does for the systems that need one; a one-line error otherwise.
 pub type SetupFn = fn(docker: bool, say: &mut dyn FnMut(&str)) -> Result<(), String>;
 
-/// The systems `flymc setup` knows, with what it runs.
-pub const SETUPS: &[(&str, SetupFn)] = &[(flymc_zookeeper::SYSTEM_NAME, |docker, say| {
-    flymc_zookeeper::setup::setup(docker, say).map_err(|e| e.to_string())
-})];
+/// What `flymc setup` knows, with what it runs: the systems that need one, and `criu` (cluster
+/// snapshots).
+pub const SETUPS: &[(&str, SetupFn)] = &[
+    (flymc_zookeeper::SYSTEM_NAME, |docker, say| {
+        flymc_zookeeper::setup::setup(docker, say).map_err(|e| e.to_string())
+    }),
+    (CRIU, |docker, say| {
+        if docker {
+            return Err(
+                "`flymc setup criu` has no --docker: CRIU snapshots local processes".into(),
+            );
+        }
+        flymc_real::snapshot::setup::setup(say).map_err(|e| e.to_string())
+    }),
+];
+
+/// The setup that is not a system: CRIU, for cluster snapshots.
+pub const CRIU: &str = "criu";
 
 /// A system by name, its nodes on the backend and event server address of `options`.
 pub fn find_with(name: &str, options: &RealOptions) -> Result<Box<dyn System>, UnknownSystem> {

@@ -4,10 +4,12 @@
 //! nodes; [`RealTarget`] is the [`flymc_model::Target`] the executor drives over it; a
 //! [`cluster::Backend`] runs the node processes, as local processes ([`cluster::local`]) or
 //! Docker containers ([`cluster::docker`]). A system integrates by building a [`RealConfig`]
-//! (how to start node `i`) and choosing a backend from the user's [`RealOptions`].
+//! (how to start node `i`) and choosing a backend from the user's [`RealOptions`]. [`snapshot`]
+//! checkpoints and restores node processes with CRIU, for cluster snapshots.
 
 pub mod cluster;
 pub mod eventserver;
+pub mod snapshot;
 mod target;
 
 use std::net::SocketAddr;

@@ -1,5 +1,9 @@
 //! Node processes on this machine: node `i` gets 127.0.0.(2+i), a free port, and
 //! `<run dir>/n<i>` as its data directory under a fresh per-run temporary directory.
+//!
+//! With [`LocalBackend::namespaces`], each node starts as the first process of a PID and time
+//! namespace of its own, which lets CRIU dump it ([`Backend::dump`]) and restore it, even twice
+//! from one image ([`Backend::restore`]).
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
@@ -12,6 +16,7 @@ use flymc_model::NodeId;
 
 use super::procs;
 use super::{Backend, ClusterError, ExitListener, NodeCommand, NodeSlot};
+use crate::snapshot::{Criu, PendingSnapshot, Snapshot};
 
 /// How long a SIGKILLed process may take to disappear before that is an error.
 const KILL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -20,7 +25,10 @@ pub struct LocalBackend {
     /// Where run directories are created (default: the system's temporary directory).
     base: Option<PathBuf>,
     keep_dirs: bool,
+    /// Start each node in PID and time namespaces of its own (for snapshots).
+    namespaces: bool,
     run_dir: Option<PathBuf>,
+    slots: Vec<NodeSlot>,
     pids: HashMap<NodeId, u32>,
 }
 
@@ -35,7 +43,9 @@ impl LocalBackend {
         LocalBackend {
             base: None,
             keep_dirs: std::env::var_os("FLYMC_KEEP_RUN_DIRS").is_some(),
+            namespaces: false,
             run_dir: None,
+            slots: Vec::new(),
             pids: HashMap::new(),
         }
     }
@@ -49,6 +59,13 @@ impl LocalBackend {
     /// Keep run directories (data and logs) after the run.
     pub fn keep_dirs(mut self, keep: bool) -> LocalBackend {
         self.keep_dirs = keep;
+        self
+    }
+
+    /// Start each node as the first process of its own PID and time namespace (needs root), so
+    /// that it can be dumped and restored. Off by default.
+    pub fn namespaces(mut self, on: bool) -> LocalBackend {
+        self.namespaces = on;
         self
     }
 
@@ -91,7 +108,7 @@ impl Backend for LocalBackend {
             .keep();
         procs::register_dir(&dir);
         self.run_dir = Some(dir.clone());
-        (0..nodes)
+        self.slots = (0..nodes)
             .map(|node| {
                 let ip = Ipv4Addr::new(127, 0, 0, 2 + node as u8);
                 let data_dir = dir.join(format!("n{node}"));
@@ -105,7 +122,8 @@ impl Backend for LocalBackend {
                     log: dir.join(format!("n{node}.log")),
                 })
             })
-            .collect()
+            .collect::<Result<_, ClusterError>>()?;
+        Ok(self.slots.clone())
     }
 
     fn launch(
@@ -131,13 +149,18 @@ impl Backend for LocalBackend {
             .stdout(log)
             .stderr(err);
         let node = slot.node;
-        let pid =
-            procs::spawn(c, Box::new(move |how| on_exit(node, incarnation, how))).map_err(|e| {
-                ClusterError(format!(
-                    "cannot start node n{node}'s program {}: {e}",
-                    cmd.program.display()
-                ))
-            })?;
+        let on_exit: procs::OnExit = Box::new(move |how| on_exit(node, incarnation, how));
+        let spawned = if self.namespaces {
+            procs::spawn_in_namespaces(c, on_exit)
+        } else {
+            procs::spawn(c, on_exit)
+        };
+        let pid = spawned.map_err(|e| {
+            ClusterError(format!(
+                "cannot start node n{node}'s program {}: {e}",
+                cmd.program.display()
+            ))
+        })?;
         self.pids.insert(node, pid);
         Ok(pid)
     }
@@ -160,6 +183,7 @@ impl Backend for LocalBackend {
             }
             procs::unregister_dir(&dir);
         }
+        self.slots.clear();
         killed
     }
 
@@ -167,6 +191,53 @@ impl Backend for LocalBackend {
         let mut v: Vec<(NodeId, u32)> = self.pids.iter().map(|(n, p)| (*n, *p)).collect();
         v.sort_unstable();
         v
+    }
+
+    fn dump(
+        &mut self,
+        node: NodeId,
+        criu: &Criu,
+        into: &mut PendingSnapshot,
+    ) -> Result<(), ClusterError> {
+        let (Some(pid), Some(slot)) = (self.pids.get(&node), self.slots.get(node)) else {
+            return Err(ClusterError(format!("node n{node} is not running")));
+        };
+        if !self.namespaces {
+            return Err(ClusterError(format!(
+                "node n{node} was not started in namespaces of its own: cannot snapshot it"
+            )));
+        }
+        into.dump_node(criu, node, *pid, &[slot.data_dir.clone(), slot.log.clone()])
+            .map_err(|e| ClusterError(format!("cannot snapshot node n{node}: {e}")))
+    }
+
+    fn restore(
+        &mut self,
+        slot: &NodeSlot,
+        incarnation: u32,
+        criu: &Criu,
+        from: &Snapshot,
+        on_exit: ExitListener,
+    ) -> Result<u32, ClusterError> {
+        let node = slot.node;
+        if self.pids.contains_key(&node) {
+            return Err(ClusterError(format!(
+                "node n{node} is running: kill it before restoring it"
+            )));
+        }
+        let image = from
+            .node(node)
+            .ok_or_else(|| ClusterError(format!("the snapshot has no image of node n{node}")))?;
+        if self.slots.get(node) != Some(slot) {
+            return Err(ClusterError(format!(
+                "node n{node}'s slot is not the one of this run: restore into the run the snapshot was taken in"
+            )));
+        }
+        let pid = criu
+            .restore(image, Box::new(move |how| on_exit(node, incarnation, how)))
+            .map_err(|e| ClusterError(format!("cannot restore node n{node}: {e}")))?;
+        self.pids.insert(node, pid);
+        Ok(pid)
     }
 }
 

@@ -4,13 +4,16 @@
 
 pub mod docker;
 pub mod local;
-mod procs;
+mod namespaces;
+pub(crate) mod procs;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use flymc_model::NodeId;
+
+use crate::snapshot::{Criu, PendingSnapshot, Snapshot};
 
 pub use procs::{
     cleanup_all, install_cleanup_handler, interrupted, interruption_reported, live_processes,
@@ -84,6 +87,36 @@ pub trait Backend: Send {
     fn stop(&mut self) -> Result<(), ClusterError>;
     /// The process id of each node that is running.
     fn pids(&self) -> Vec<(NodeId, u32)>;
+    /// Checkpoint running node `node` (its process tree, data directory and log) into `into`;
+    /// the node keeps running.
+    fn dump(
+        &mut self,
+        node: NodeId,
+        _criu: &Criu,
+        _into: &mut PendingSnapshot,
+    ) -> Result<(), ClusterError> {
+        Err(ClusterError(format!(
+            "the {} backend cannot snapshot node n{node}",
+            self.name()
+        )))
+    }
+    /// Start `slot.node` from its image in `from` instead of launching it: its data directory
+    /// and log go back to what they were at the dump. The slot must be the one dumped (same
+    /// run, addresses and directories) and the node not running.
+    fn restore(
+        &mut self,
+        slot: &NodeSlot,
+        _incarnation: u32,
+        _criu: &Criu,
+        _from: &Snapshot,
+        _on_exit: ExitListener,
+    ) -> Result<u32, ClusterError> {
+        Err(ClusterError(format!(
+            "the {} backend cannot restore node n{}",
+            self.name(),
+            slot.node
+        )))
+    }
     /// Snapshots of the running nodes, if this backend can take them here.
     fn checkpoints(&mut self) -> Option<&mut dyn Checkpoints> {
         None

@@ -10,6 +10,11 @@
 //!
 //! A waiter thread per process notices its exit (without reaping it first, so its pid cannot be
 //! reused while someone may still signal it), reports it, then reaps it.
+//!
+//! A node may also start in a PID and time namespace of its own ([`spawn_in_namespaces`]), as
+//! the first process there, which CRIU needs to checkpoint and restore it ([`crate::snapshot`]):
+//! it is still flymc's child, own session, same death signal, so everything above holds for it,
+//! and for a tree CRIU restored next to it ([`adopt`]).
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -27,6 +32,7 @@ pub type OnExit = Box<dyn FnOnce(String) + Send>;
 struct Job {
     cmd: Command,
     on_exit: OnExit,
+    namespaces: bool,
     reply: mpsc::Sender<io::Result<u32>>,
 }
 
@@ -53,7 +59,7 @@ fn registry() -> &'static Registry {
             .spawn(move || {
                 // Never returns while the process lives: the sender sits in a static.
                 while let Ok(job) = rx.recv() {
-                    let r = spawn_here(job.cmd, job.on_exit);
+                    let r = spawn_here(job.cmd, job.on_exit, job.namespaces);
                     let _ = job.reply.send(r);
                 }
             })
@@ -72,6 +78,18 @@ fn lock() -> MutexGuard<'static, RegState> {
 
 /// Start `cmd` as a node process: own process group, killed when flymc dies. Returns its pid.
 pub fn spawn(cmd: Command, on_exit: OnExit) -> io::Result<u32> {
+    send_job(cmd, on_exit, false)
+}
+
+/// Start `cmd` as the first process (pid 1) of a fresh PID and time namespace, in a session of
+/// its own: what CRIU checkpoints as one self-contained tree. Otherwise like [`spawn`]: the
+/// returned pid (in flymc's namespace) is flymc's child, killed when flymc dies; killing it ends
+/// everything in its namespace, and its exit is reported only once all of that is gone.
+pub fn spawn_in_namespaces(cmd: Command, on_exit: OnExit) -> io::Result<u32> {
+    send_job(cmd, on_exit, true)
+}
+
+fn send_job(cmd: Command, on_exit: OnExit, namespaces: bool) -> io::Result<u32> {
     install_cleanup_handler();
     let (reply, rx) = mpsc::channel();
     registry()
@@ -81,6 +99,7 @@ pub fn spawn(cmd: Command, on_exit: OnExit) -> io::Result<u32> {
         .send(Job {
             cmd,
             on_exit,
+            namespaces,
             reply,
         })
         .map_err(|_| io::Error::other("the process spawner thread is gone"))?;
@@ -88,8 +107,50 @@ pub fn spawn(cmd: Command, on_exit: OnExit) -> io::Result<u32> {
         .map_err(|_| io::Error::other("the process spawner thread is gone"))?
 }
 
+/// Run `cmd` to its end as a registered process started from the spawner thread (so Ctrl-C
+/// kills it, and what it starts with CLONE_PARENT, like `criu restore --restore-sibling`,
+/// becomes flymc's child). Returns how it ended.
+pub fn run(cmd: Command) -> io::Result<String> {
+    let (tx, rx) = mpsc::channel();
+    spawn(
+        cmd,
+        Box::new(move |how| {
+            let _ = tx.send(how);
+        }),
+    )?;
+    rx.recv()
+        .map_err(|_| io::Error::other("the process waiter thread is gone"))
+}
+
+/// Take over `pid`, a child of flymc that flymc did not spawn itself (a process tree CRIU
+/// restored next to itself): registered, reported and reaped like a spawned node process.
+pub fn adopt(pid: u32, on_exit: OnExit) -> io::Result<()> {
+    let mut st = lock();
+    if st.shutting_down {
+        drop(st);
+        kill_group(pid);
+        let mut status = 0;
+        // SAFETY: reaps our own child.
+        unsafe {
+            libc::waitpid(pid as libc::pid_t, &mut status, 0);
+        }
+        return Err(io::Error::other("flymc is shutting down"));
+    }
+    st.procs.insert(pid, false);
+    drop(st);
+    start_waiter(pid, on_exit)
+}
+
+fn start_waiter(pid: u32, on_exit: OnExit) -> io::Result<()> {
+    std::thread::Builder::new()
+        .name(format!("flymc-wait-{pid}"))
+        .spawn(move || wait_for(pid, on_exit))
+        .map(|_| ())
+        .inspect_err(|_| kill_group(pid))
+}
+
 /// On the spawner thread.
-fn spawn_here(mut cmd: Command, on_exit: OnExit) -> io::Result<u32> {
+fn spawn_here(mut cmd: Command, on_exit: OnExit, namespaces: bool) -> io::Result<u32> {
     let parent = std::process::id() as libc::pid_t;
     cmd.process_group(0);
     // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
@@ -115,20 +176,27 @@ fn spawn_here(mut cmd: Command, on_exit: OnExit) -> io::Result<u32> {
             Ok(())
         });
     }
+    let ns = if namespaces {
+        Some(super::namespaces::prepare(&mut cmd)?)
+    } else {
+        None
+    };
     // Hold the registry while forking, so a concurrent cleanup cannot miss this process.
     let mut st = lock();
     if st.shutting_down {
         return Err(io::Error::other("flymc is shutting down"));
     }
-    let child = cmd.spawn()?;
-    let pid = child.id();
-    drop(child); // never waited through std: the waiter thread below owns the pid
+    let spawned = cmd.spawn();
+    let pid = match ns {
+        None => {
+            let child = spawned?;
+            child.id() // never waited through std: the waiter thread below owns the pid
+        }
+        Some(ns) => ns.finish(spawned)?,
+    };
     st.procs.insert(pid, false);
     drop(st);
-    std::thread::Builder::new()
-        .name(format!("flymc-wait-{pid}"))
-        .spawn(move || wait_for(pid, on_exit))
-        .inspect_err(|_| kill_group(pid))?;
+    start_waiter(pid, on_exit)?;
     Ok(pid)
 }
 

@@ -1,0 +1,381 @@
+//! A bounded on-disk store of cluster snapshots: each entry holds every node's CRIU images and
+//! file copies plus an opaque blob from the caller (the event server's state), under an opaque
+//! key (a hash of the path prefix it was taken at).
+//!
+//! The store keeps its bytes under a cap, evicting the least recently used entries. An entry
+//! being restored is shared ([`Arc<Snapshot>`]): evicting it only drops the store's reference,
+//! and its files go when the last user lets go. Everything lives in one temporary directory,
+//! removed when the store is dropped and by flymc's Ctrl-C / SIGTERM handler.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use flymc_model::NodeId;
+
+use super::{Criu, NodeImage, SnapshotError};
+use crate::cluster::procs;
+
+/// What an entry is found by: an opaque hash chosen by the caller.
+pub type SnapshotKey = u128;
+
+/// Below this much free space on the store's file system, no new snapshot is taken.
+const DISK_RESERVE: u64 = 1 << 30;
+
+pub struct SnapshotStore {
+    dir: PathBuf,
+    cap: u64,
+    used: u64,
+    next: u64,
+    /// Logical clock of uses, for least-recently-used eviction.
+    clock: u64,
+    entries: HashMap<SnapshotKey, (Arc<Snapshot>, u64)>,
+    evicted: u64,
+}
+
+/// A snapshot being taken: node images go into its directory, then [`SnapshotStore::insert`].
+/// Dropped without being inserted, its directory is removed.
+pub struct PendingSnapshot {
+    dir: PathBuf,
+    nodes: BTreeMap<NodeId, NodeImage>,
+    kept: bool,
+}
+
+/// A stored cluster snapshot.
+#[derive(Debug)]
+pub struct Snapshot {
+    key: SnapshotKey,
+    dir: PathBuf,
+    bytes: u64,
+    nodes: BTreeMap<NodeId, NodeImage>,
+    blob: Vec<u8>,
+}
+
+fn fail(what: &str, p: &Path, e: std::io::Error) -> SnapshotError {
+    SnapshotError::Failed(format!("{what} {}: {e}", p.display()))
+}
+
+impl SnapshotStore {
+    /// A store in a fresh directory under the system's temporary directory, capped at `cap`
+    /// bytes (default: [`SnapshotStore::default_cap`]).
+    pub fn new(cap: Option<u64>) -> Result<SnapshotStore, SnapshotError> {
+        SnapshotStore::in_dir(&std::env::temp_dir(), cap)
+    }
+
+    /// A store in a fresh directory under `base`.
+    pub fn in_dir(base: &Path, cap: Option<u64>) -> Result<SnapshotStore, SnapshotError> {
+        procs::install_cleanup_handler();
+        let dir = tempfile::Builder::new()
+            .prefix("flymc-snapshots-")
+            .tempdir_in(base)
+            .map_err(|e| fail("cannot create a snapshot store in", base, e))?
+            .keep();
+        procs::register_dir(&dir);
+        let cap = cap.unwrap_or_else(|| SnapshotStore::default_cap(&dir));
+        Ok(SnapshotStore {
+            dir,
+            cap,
+            used: 0,
+            next: 0,
+            clock: 0,
+            entries: HashMap::new(),
+            evicted: 0,
+        })
+    }
+
+    /// A quarter of the machine's memory (6 GiB on 24 GiB: room for the clusters themselves,
+    /// and for the page cache that makes restores fast, or for the store itself where the
+    /// temporary directory is a tmpfs), and at most half the free space where `dir` lies.
+    pub fn default_cap(dir: &Path) -> u64 {
+        (total_memory() / 4).min(free_space(dir) / 2)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn cap(&self) -> u64 {
+        self.cap
+    }
+
+    /// Bytes the stored entries take on disk.
+    pub fn used(&self) -> u64 {
+        self.used
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Entries evicted so far to stay under the cap.
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    pub fn contains(&self, key: SnapshotKey) -> bool {
+        self.entries.contains_key(&key)
+    }
+
+    /// Start a snapshot (refused when the disk is nearly full).
+    pub fn begin(&mut self) -> Result<PendingSnapshot, SnapshotError> {
+        let free = free_space(&self.dir);
+        if free < DISK_RESERVE {
+            return Err(SnapshotError::Failed(format!(
+                "only {} MiB free in {}: no more snapshots",
+                free >> 20,
+                self.dir.display()
+            )));
+        }
+        self.next += 1;
+        let dir = self.dir.join(format!("s{}", self.next));
+        fs::create_dir(&dir).map_err(|e| fail("cannot create", &dir, e))?;
+        Ok(PendingSnapshot {
+            dir,
+            nodes: BTreeMap::new(),
+            kept: false,
+        })
+    }
+
+    /// Store `pending` with the caller's `blob` under `key` (replacing an entry with that key),
+    /// evicting the least recently used entries to stay under the cap.
+    pub fn insert(
+        &mut self,
+        key: SnapshotKey,
+        mut pending: PendingSnapshot,
+        blob: Vec<u8>,
+    ) -> Result<Arc<Snapshot>, SnapshotError> {
+        let bytes = disk_usage(&pending.dir) + blob.len() as u64;
+        if bytes > self.cap {
+            return Err(SnapshotError::TooBig {
+                size: bytes,
+                cap: self.cap,
+            });
+        }
+        self.remove(key);
+        while self.used + bytes > self.cap {
+            let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| *k)
+            else {
+                break;
+            };
+            self.remove(oldest);
+            self.evicted += 1;
+        }
+        pending.kept = true;
+        let snap = Arc::new(Snapshot {
+            key,
+            dir: pending.dir.clone(),
+            bytes,
+            nodes: std::mem::take(&mut pending.nodes),
+            blob,
+        });
+        self.clock += 1;
+        self.entries.insert(key, (snap.clone(), self.clock));
+        self.used += bytes;
+        Ok(snap)
+    }
+
+    /// The entry under `key`, now the most recently used.
+    pub fn get(&mut self, key: SnapshotKey) -> Option<Arc<Snapshot>> {
+        self.clock += 1;
+        let (snap, used) = self.entries.get_mut(&key)?;
+        *used = self.clock;
+        Some(snap.clone())
+    }
+
+    /// Drop the entry under `key` (its files go once no one restores from it).
+    pub fn remove(&mut self, key: SnapshotKey) {
+        if let Some((snap, _)) = self.entries.remove(&key) {
+            self.used -= snap.bytes;
+        }
+    }
+}
+
+impl Drop for SnapshotStore {
+    fn drop(&mut self) {
+        self.entries.clear();
+        let _ = fs::remove_dir_all(&self.dir);
+        procs::unregister_dir(&self.dir);
+    }
+}
+
+impl PendingSnapshot {
+    /// Where this snapshot's files go.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Checkpoint node `node`, the tree rooted at `pid`, copying `copy` while it is frozen
+    /// (see [`Criu::dump`]).
+    pub fn dump_node(
+        &mut self,
+        criu: &Criu,
+        node: NodeId,
+        pid: u32,
+        copy: &[PathBuf],
+    ) -> Result<(), SnapshotError> {
+        let image = criu.dump(pid, &self.dir.join(format!("n{node}")), copy)?;
+        self.nodes.insert(node, image);
+        Ok(())
+    }
+
+    /// The nodes dumped so far.
+    pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.nodes.keys().copied()
+    }
+}
+
+impl Drop for PendingSnapshot {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+impl Snapshot {
+    pub fn key(&self) -> SnapshotKey {
+        self.key
+    }
+
+    /// What the caller stored with the images.
+    pub fn blob(&self) -> &[u8] {
+        &self.blob
+    }
+
+    /// Bytes on disk, with the blob.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn node(&self, node: NodeId) -> Option<&NodeImage> {
+        self.nodes.get(&node)
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = NodeId> + '_ {
+        self.nodes.keys().copied()
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Bytes a directory tree takes on disk (allocated blocks: sparse files count what they hold).
+fn disk_usage(p: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = fs::symlink_metadata(p) else {
+        return 0;
+    };
+    let own = m.blocks() * 512;
+    if !m.is_dir() {
+        return own;
+    }
+    own + fs::read_dir(p)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| disk_usage(&e.path()))
+        .sum::<u64>()
+}
+
+fn free_space(dir: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return 0;
+    };
+    // SAFETY: statvfs fills a zeroed struct from a NUL-terminated path.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut s) } != 0 {
+        return 0;
+    }
+    s.f_bavail as u64 * s.f_frsize as u64
+}
+
+fn total_memory() -> u64 {
+    // SAFETY: sysinfo fills a zeroed struct.
+    let mut s: libc::sysinfo = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sysinfo(&mut s) } != 0 {
+        return 0;
+    }
+    s.totalram as u64 * s.mem_unit as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pending snapshot holding `bytes` of real (non-sparse) data.
+    fn pending(store: &mut SnapshotStore, bytes: usize) -> PendingSnapshot {
+        let p = store.begin().unwrap();
+        fs::write(p.dir().join("data"), vec![7u8; bytes]).unwrap();
+        p
+    }
+
+    #[test]
+    fn evicts_the_least_recently_used_entry_at_the_cap() {
+        let base = tempfile::tempdir().unwrap();
+        let mut store = SnapshotStore::in_dir(base.path(), Some(3 * 64 * 1024)).unwrap();
+        let one = disk_usage(pending(&mut store, 56 * 1024).dir());
+        assert!(one < 64 * 1024, "a 56 KiB entry takes {one} bytes");
+        for key in 1..=3 {
+            let p = pending(&mut store, 56 * 1024);
+            store.insert(key, p, vec![key as u8]).unwrap();
+        }
+        assert_eq!(store.len(), 3);
+        assert!(store.used() <= store.cap());
+        // Key 1 becomes the most recent; inserting a fourth must evict key 2.
+        assert_eq!(store.get(1).unwrap().blob(), &[1u8]);
+        let p = pending(&mut store, 56 * 1024);
+        let four = store.insert(4, p, vec![4]).unwrap();
+        assert!(store.contains(1) && !store.contains(2) && store.contains(3));
+        assert!(store.contains(4) && store.evicted() == 1);
+        assert!(store.used() <= store.cap());
+        // An entry in use survives its eviction until it is let go.
+        let dir4 = four.dir.clone();
+        for key in 5..=7 {
+            let p = pending(&mut store, 56 * 1024);
+            store.insert(key, p, vec![]).unwrap();
+        }
+        assert!(!store.contains(4) && dir4.is_dir());
+        drop(four);
+        assert!(!dir4.exists());
+        // Only what is stored is on disk: three entries.
+        let on_disk = fs::read_dir(store.dir()).unwrap().count();
+        assert_eq!(on_disk, 3);
+    }
+
+    #[test]
+    fn refuses_an_entry_larger_than_the_cap_and_leaves_nothing() {
+        let base = tempfile::tempdir().unwrap();
+        let mut store = SnapshotStore::in_dir(base.path(), Some(16 * 1024)).unwrap();
+        let p = pending(&mut store, 64 * 1024);
+        let err = store.insert(9, p, vec![]).unwrap_err();
+        assert!(matches!(err, SnapshotError::TooBig { .. }), "{err}");
+        assert!(store.is_empty());
+        assert_eq!(fs::read_dir(store.dir()).unwrap().count(), 0);
+        let dir = store.dir().to_path_buf();
+        drop(store);
+        assert!(!dir.exists());
+        assert_eq!(fs::read_dir(base.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn the_default_cap_fits_memory_and_disk() {
+        let base = tempfile::tempdir().unwrap();
+        let cap = SnapshotStore::default_cap(base.path());
+        assert!(cap > 0);
+        assert!(cap <= total_memory() / 4);
+        assert!(cap <= free_space(base.path()) / 2);
+    }
+}
