@@ -13,7 +13,7 @@ use flymc_model::{
     Workload,
 };
 
-use crate::cache::StateEventCache;
+use crate::cache::CacheView;
 use crate::clocks::Clocks;
 use crate::dependence::Dependence;
 use crate::faults::Faults;
@@ -44,7 +44,7 @@ impl<'a> Executor<'a> {
         &self,
         target: &mut dyn Target,
         plan: &Plan,
-        cache: Option<&mut StateEventCache>,
+        cache: Option<&mut CacheView>,
     ) -> Result<Run, ExecError> {
         self.run_with(target, plan, cache, None)
     }
@@ -54,7 +54,7 @@ impl<'a> Executor<'a> {
         &self,
         target: &mut dyn Target,
         plan: &Plan,
-        cache: Option<&mut StateEventCache>,
+        cache: Option<&mut CacheView>,
         dep: Option<&mut dyn Dependence>,
     ) -> Result<Run, ExecError> {
         let result = self.run_inner(target, plan, cache, dep).map(|mut run| {
@@ -74,7 +74,7 @@ impl<'a> Executor<'a> {
         &self,
         target: &mut dyn Target,
         plan: &Plan,
-        cache: Option<&mut StateEventCache>,
+        cache: Option<&mut CacheView>,
         dep: Option<&mut dyn Dependence>,
     ) -> Result<Run, ExecError> {
         // One lifetime for the run's borrows: shorten the trait object's to it.
@@ -103,11 +103,11 @@ enum Flow {
 }
 
 /// One run in progress: the plan's cursor and the books the executor keeps.
-struct Running<'r> {
+struct Running<'r, 'c> {
     workload: &'r Workload,
     target: &'r mut dyn Target,
     plan: &'r Plan,
-    cache: Option<&'r mut StateEventCache>,
+    cache: Option<&'r mut CacheView<'c>>,
     props: Vec<Box<dyn Property>>,
     order: Box<dyn Order>,
     sleep: SleepSet<'r>,
@@ -120,13 +120,13 @@ struct Running<'r> {
     run: Run,
 }
 
-impl<'r> Running<'r> {
+impl<'r, 'c> Running<'r, 'c> {
     /// Start the target and record its initial state.
     fn start(
         exec: &'r Executor<'r>,
         target: &'r mut dyn Target,
         plan: &'r Plan,
-        cache: Option<&'r mut StateEventCache>,
+        cache: Option<&'r mut CacheView<'c>>,
         dep: Option<&'r mut dyn Dependence>,
     ) -> Result<Self, ExecError> {
         let w = exec.workload;
