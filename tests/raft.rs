@@ -517,19 +517,19 @@ impl strategy::Strategy for TowardsTheCrash {
         }
     }
 
-    fn observe(&mut self, run: &Run) {
+    fn observe(&mut self, plan: &Plan, run: &Run) {
         let enabled = run.steps.iter().flat_map(|s| s.enabled.iter());
         for e in enabled.chain(run.final_enabled.iter()) {
             self.described.insert(e.event.id, e.event.describe());
         }
-        self.inner.observe(run)
+        self.inner.observe(plan, run)
     }
 
     fn queue_len(&self) -> usize {
         self.inner.queue_len()
     }
 
-    fn dependence(&mut self) -> Option<&mut dyn flymc_core::dependence::Dependence> {
+    fn dependence(&self) -> Option<Box<dyn flymc_core::dependence::Dependence + Send>> {
         self.inner.dependence()
     }
 }

@@ -27,7 +27,7 @@ pub mod env {
     pub const NODES: &str = "FLYMC_NODES";
     /// 0 for the first start of the node in a run, +1 for each reboot.
     pub const INCARNATION: &str = "FLYMC_INCARNATION";
-    /// `ip:port` this node may listen on (a distinct 127.0.0.x and a free port).
+    /// `ip:port` this node may listen on (a distinct loopback 127.0.k.x and a free port).
     pub const NODE_ADDR: &str = "FLYMC_NODE_ADDR";
     /// Every node's `ip:port`, comma-separated, in node order.
     pub const PEERS: &str = "FLYMC_PEERS";

@@ -114,7 +114,7 @@ impl System for RaftSystem {
 
     fn description(&self) -> &'static str {
         match self.flavor {
-            Flavor::OpenRaft => "real openraft 0.9 nodes (processes on 127.0.0.x) whose network is flymc's hook",
+            Flavor::OpenRaft => "real openraft 0.9 nodes (processes on 127.0.k.x) whose network is flymc's hook",
             Flavor::AsyncRaft => "real async-raft 0.6.1 nodes, with its apply-before-match bug (fixed in openraft 0.6.3)",
         }
     }

@@ -2,7 +2,7 @@
 //! hook (hooks/java) configured by integrations/zookeeper/hooks.toml.
 //!
 //! Every node is a `QuorumPeerMain` JVM with `-javaagent:flymc-hook.jar`, its own zoo.cfg and
-//! data directory (server id = node + 1), on 127.0.0.(2+i) as a local process (default) or in a
+//! data directory (server id = node + 1), on 127.0.k.(2+i) as a local process (default) or in a
 //! container of the `flymc/zookeeper:3.8.0` image with host networking (`--backend docker`).
 //! `flymc setup zookeeper [--docker]` installs and builds what this needs.
 //!

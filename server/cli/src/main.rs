@@ -105,7 +105,8 @@ struct BenchArgs {
     /// Seeds averaged for the random strategies.
     #[arg(long, default_value_t = 5)]
     seeds: u64,
-    /// Parallel explorations (default: the number of cores).
+    /// Explorations run side by side (default: the number of cores); each explores its paths
+    /// one at a time (unlike `flymc run --jobs`, which runs one exploration's paths side by side).
     #[arg(long)]
     jobs: Option<usize>,
     /// Only these workloads (comma-separated names).
@@ -156,12 +157,18 @@ struct RunArgs {
     /// what the checker did; one file per path).
     #[arg(long)]
     save_paths: bool,
-    /// Where real nodes run: local processes on 127.0.0.x or Docker containers.
+    /// Where real nodes run: local processes on 127.0.k.x or Docker containers.
     #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
     backend: String,
     /// Where the event server listens for real nodes' hooks (default 127.0.0.1, a free port).
     #[arg(long, value_name = "ADDR:PORT")]
     listen: Option<std::net::SocketAddr>,
+    /// Paths explored at once, each on a cluster of its own (real nodes: own addresses, ports,
+    /// data directories and event server). The strategy sees the results in path order, so a
+    /// run with a given N is deterministic.
+    #[arg(long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    jobs: u16,
     /// Sets file for samc and flymc (default: the one the system ships).
     #[arg(long, value_name = "FILE")]
     sets: Option<PathBuf>,
@@ -284,6 +291,13 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             args.strategy
         );
     }
+    if let Some(addr) = args.listen.filter(|a| a.port() != 0 && args.jobs > 1) {
+        anyhow::bail!(
+            "--listen {addr} gives one event server a fixed port, and --jobs {} needs one server per job: listen on port 0 (--listen {}:0) or drop --jobs",
+            args.jobs,
+            addr.ip()
+        );
+    }
     let options = systems::options(&args.backend, args.listen)?;
     let system = systems::find_with(&args.system, &options)?;
     let folder = workloads::folder(folder)?;
@@ -314,10 +328,11 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         max_paths: args.max_paths,
         check_determinism: args.check_determinism,
         cache: !args.ablation.no_cache,
+        jobs: args.jobs.into(),
         ..Default::default()
     };
     println!(
-        "flymc: {} / {} with {} (seed {}){}{}",
+        "flymc: {} / {} with {} (seed {}){}{}{}",
         system.name(),
         workload.name,
         args.strategy,
@@ -326,6 +341,11 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             String::new()
         } else {
             format!(", nodes on {}", args.backend)
+        },
+        if args.jobs > 1 {
+            format!(", {} jobs", args.jobs)
+        } else {
+            String::new()
         },
         args.max_paths
             .map(|m| format!(", at most {m} paths"))
@@ -516,7 +536,7 @@ fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
         bound: args.bound,
     };
     println!(
-        "flymc bench {}: cap {} paths, {} seeds for random strategies, {} jobs",
+        "flymc bench {}: cap {} paths, {} seeds for random strategies, {} explorations side by side",
         args.what, cfg.cap, cfg.seeds, cfg.jobs
     );
     let report = flymc::bench::run(&cfg, &folder, &|line| eprintln!("{line}"))?;

@@ -15,7 +15,7 @@ use flymc_model::{
     Workload,
 };
 
-use crate::cache::StateEventCache;
+use crate::cache::CacheView;
 use crate::clocks::Clocks;
 use crate::dependence::Dependence;
 use crate::faults::Faults;
@@ -47,7 +47,7 @@ impl<'a> Executor<'a> {
         &self,
         target: &mut dyn Target,
         plan: &Plan,
-        cache: Option<&mut StateEventCache>,
+        cache: Option<&mut CacheView>,
     ) -> Result<Run, ExecError> {
         self.run_with(target, plan, cache, None)
     }
@@ -57,7 +57,7 @@ impl<'a> Executor<'a> {
         &self,
         target: &mut dyn Target,
         plan: &Plan,
-        cache: Option<&mut StateEventCache>,
+        cache: Option<&mut CacheView>,
         dep: Option<&mut dyn Dependence>,
     ) -> Result<Run, ExecError> {
         self.run_snapshots(target, plan, cache, dep, None)
@@ -92,7 +92,7 @@ impl<'a> Executor<'a> {
         &self,
         target: &mut dyn Target,
         plan: &Plan,
-        cache: Option<&mut StateEventCache>,
+        cache: Option<&mut CacheView>,
         dep: Option<&mut dyn Dependence>,
         snaps: Option<&mut Snapshots>,
     ) -> Result<Run, ExecError> {
@@ -122,11 +122,11 @@ enum Flow {
 }
 
 /// One run in progress: the plan's cursor and the books the executor keeps.
-struct Running<'r> {
+struct Running<'r, 'c> {
     workload: &'r Workload,
     target: &'r mut dyn Target,
     plan: &'r Plan,
-    cache: Option<&'r mut StateEventCache>,
+    cache: Option<&'r mut CacheView<'c>>,
     props: Vec<Box<dyn Property>>,
     order: Box<dyn Order>,
     sleep: SleepSet<'r>,
@@ -143,13 +143,13 @@ struct Running<'r> {
     restored: Option<Arc<Prefix>>,
 }
 
-impl<'r> Running<'r> {
+impl<'r, 'c> Running<'r, 'c> {
     /// Start the target and record its initial state.
     fn start(
         exec: &'r Executor<'r>,
         target: &'r mut dyn Target,
         plan: &'r Plan,
-        cache: Option<&'r mut StateEventCache>,
+        cache: Option<&'r mut CacheView<'c>>,
         dep: Option<&'r mut dyn Dependence>,
         mut snaps: Option<&'r mut Snapshots>,
     ) -> Result<Self, ExecError> {

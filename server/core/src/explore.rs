@@ -1,13 +1,16 @@
-//! The exploration loop: ask the strategy for a path, run it, record what was seen, repeat.
+//! The exploration loop: ask the strategy for a path, run it, record what was seen, repeat;
+//! with `--jobs N`, N paths at a time ([`crate::jobs`]), seen in path order.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use flymc_model::{System, Workload};
+use flymc_model::{System, Target, Workload};
 use serde::Serialize;
 
-use crate::cache::StateEventCache;
+use crate::cache::{CacheView, StateEventCache};
+use crate::dependence::Dependence;
 use crate::executor::{ExecError, Executor};
+use crate::jobs;
 use crate::plan::{Plan, Tail};
 use crate::run::Run;
 use crate::snapshots::{SnapshotStats, Snapshots};
@@ -38,8 +41,10 @@ pub struct ExploreConfig {
     /// Stop only on a violation of this property (benchmarks look for one bug and step over
     /// others); `None` stops on the first violation of any property.
     pub stop_on_property: Option<String>,
+    /// Paths run at once, each on a target of its own (`--jobs`).
+    pub jobs: usize,
     /// Start paths from snapshots of their prefixes where the target can take them
-    /// ([`crate::snapshots`]).
+    /// ([`crate::snapshots`]); each job keeps its own.
     pub snapshots: bool,
 }
 
@@ -50,6 +55,7 @@ impl Default for ExploreConfig {
             check_determinism: false,
             cache: true,
             stop_on_property: None,
+            jobs: 1,
             snapshots: false,
         }
     }
@@ -104,7 +110,31 @@ pub fn explore(
     explore_with(system, workload, strategy, cfg, on_progress, &mut |_| {})
 }
 
+/// A path handed to a job.
+struct Task<'c> {
+    path: u64,
+    plan: Plan,
+    dep: Option<Box<dyn Dependence + Send>>,
+    /// The cache as of the hand-out ([`StateEventCache::view`]).
+    view: Option<CacheView<'c>>,
+}
+
+/// A job's run of a [`Task`].
+struct Done<'c> {
+    path: u64,
+    run: Result<Run, ExploreError>,
+    view: Option<CacheView<'c>>,
+    /// What the run did with its job's snapshots.
+    snapshots: SnapshotStats,
+}
+
 /// [`explore`], also handing every run to `on_run` (coverage studies, tests).
+///
+/// With `cfg.jobs` above 1, up to that many paths run at once, each on a target of its own
+/// (`system.target` is called once per job). Plans are handed out and runs observed in one
+/// fixed order ([`Strategy`]); a run is counted, checked and shown when it is observed, so
+/// `max_paths` counts exactly and a violation is the lowest-numbered violating path. Runs
+/// still under way when the loop stops are finished and dropped.
 pub fn explore_with(
     system: &dyn System,
     workload: &Workload,
@@ -115,12 +145,39 @@ pub fn explore_with(
 ) -> Result<Outcome, ExploreError> {
     let start = Instant::now();
     let exec = Executor::new(system, workload);
-    let mut target = system
-        .target(workload)
+    let jobs = cfg.jobs.max(1);
+    let targets = (0..jobs)
+        .map(|_| system.target(workload).map(|t| (t, Snapshots::new())))
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ExploreError::Setup(e.to_string()))?;
-    let mut cache = StateEventCache::new();
-    let mut snaps = Snapshots::new();
+    let cache = StateEventCache::new();
     let use_cache = cfg.cache && system.states_are_complete();
+    let work: &jobs::Work<(Box<dyn Target>, Snapshots), Task, Done> = &|job, mut task| {
+        let (target, snaps) = (job.0.as_mut(), &mut job.1);
+        let dep = task.dep.as_deref_mut().map(|d| d as &mut dyn Dependence);
+        let before = snaps.stats.clone();
+        let run = exec
+            .run_snapshots(
+                target,
+                &task.plan,
+                task.view.as_mut(),
+                dep,
+                cfg.snapshots.then_some(&mut *snaps),
+            )
+            .map_err(ExploreError::from)
+            .and_then(|run| {
+                if cfg.check_determinism {
+                    check_determinism(&exec, target, &run, task.path)?;
+                }
+                Ok(run)
+            });
+        Done {
+            path: task.path,
+            run,
+            view: task.view,
+            snapshots: snaps.stats.since(&before),
+        }
+    };
     let mut out = Outcome {
         paths: 0,
         exhausted: false,
@@ -137,64 +194,83 @@ pub fn explore_with(
         other_violations: 0,
         snapshots: SnapshotStats::default(),
     };
-    loop {
-        if cfg.max_paths.is_some_and(|m| out.paths >= m) {
-            break;
-        }
-        let Some(plan) = strategy.next_plan() else {
-            out.exhausted = true;
-            break;
-        };
-        let run = exec.run_snapshots(
-            target.as_mut(),
-            &plan,
-            use_cache.then_some(&mut cache),
-            strategy.dependence(),
-            cfg.snapshots.then_some(&mut snaps),
-        )?;
-        out.paths += 1;
-        out.events += run.steps.len() as u64;
-        if run.diverged_at.is_some() {
-            out.diverged += 1;
-        }
-        if run.late_reports > 0 {
-            out.late_paths += 1;
-            out.late_reports += run.late_reports;
-        }
-        out.unique_states.extend(run.hashes.iter().copied());
-        if cfg.check_determinism {
-            check_determinism(&exec, target.as_mut(), &run, out.paths)?;
-        }
-        strategy.observe(&run);
-        on_run(&run);
-        on_progress(&Progress {
-            paths: out.paths,
-            queue: strategy.queue_len(),
-            unique_states: out.unique_states.len(),
-            elapsed: start.elapsed(),
-        });
-        if let Some(v) = &run.violation {
-            match &cfg.stop_on_property {
-                Some(p) if *p != v.property => out.other_violations += 1,
-                _ => {
-                    out.violation = Some((out.paths, run));
+    jobs::scoped(targets, work, |pool| -> Result<(), ExploreError> {
+        // Handed out, not yet observed, in path order; and runs that finished ahead of their turn.
+        let mut outstanding: VecDeque<(u64, Plan)> = VecDeque::new();
+        let mut early: HashMap<u64, Done> = HashMap::new();
+        let mut handed = 0u64;
+        loop {
+            while outstanding.len() < jobs && cfg.max_paths.is_none_or(|m| handed < m) {
+                let Some(plan) = strategy.next_plan() else {
                     break;
+                };
+                handed += 1;
+                pool.give(Task {
+                    path: handed,
+                    plan: plan.clone(),
+                    dep: strategy.dependence(),
+                    view: use_cache.then(|| cache.view(out.paths)),
+                });
+                outstanding.push_back((handed, plan));
+            }
+            let Some((path, plan)) = outstanding.pop_front() else {
+                // Nothing under way and nothing handed out: the budget is spent, or else the
+                // strategy has nothing left.
+                out.exhausted = cfg.max_paths.is_none_or(|m| out.paths < m);
+                return Ok(());
+            };
+            let done = loop {
+                if let Some(d) = early.remove(&path) {
+                    break d;
+                }
+                let d = pool.next();
+                early.insert(d.path, d);
+            };
+            let run = done.run?;
+            out.snapshots.add(&done.snapshots);
+            if let Some(view) = done.view {
+                out.cache_hits += view.hits;
+                out.cache_misses += view.misses;
+                cache.merge(path, view.into_entries());
+            }
+            out.paths += 1;
+            out.events += run.steps.len() as u64;
+            if run.diverged_at.is_some() {
+                out.diverged += 1;
+            }
+            if run.late_reports > 0 {
+                out.late_paths += 1;
+                out.late_reports += run.late_reports;
+            }
+            out.unique_states.extend(run.hashes.iter().copied());
+            strategy.observe(&plan, &run);
+            on_run(&run);
+            on_progress(&Progress {
+                paths: out.paths,
+                queue: strategy.queue_len(),
+                unique_states: out.unique_states.len(),
+                elapsed: start.elapsed(),
+            });
+            if let Some(v) = &run.violation {
+                match &cfg.stop_on_property {
+                    Some(p) if *p != v.property => out.other_violations += 1,
+                    _ => {
+                        out.violation = Some((out.paths, run));
+                        return Ok(());
+                    }
                 }
             }
         }
-    }
+    })?;
     out.elapsed = start.elapsed();
-    out.cache_hits = cache.hits;
-    out.cache_misses = cache.misses;
     out.stats = strategy.stats();
-    out.snapshots = snaps.stats.clone();
     Ok(out)
 }
 
 /// Re-run `run`'s exact events without the cache and compare every state.
 fn check_determinism(
     exec: &Executor,
-    target: &mut dyn flymc_model::Target,
+    target: &mut dyn Target,
     run: &Run,
     path: u64,
 ) -> Result<(), ExploreError> {
@@ -256,7 +332,7 @@ mod tests {
             self.left = self.left.checked_sub(1)?;
             Some(Plan::fifo(Vec::new()))
         }
-        fn observe(&mut self, _run: &Run) {}
+        fn observe(&mut self, _plan: &Plan, _run: &Run) {}
         fn queue_len(&self) -> usize {
             self.left
         }

@@ -2,8 +2,10 @@
 //!
 //! The [`executor`] runs one path on a [`flymc_model::Target`], following a [`plan::Plan`]'s
 //! prefix and then the [`order`] policy the plan names, and hands back a [`run::Run`]; a
-//! [`strategy::Strategy`] decides which paths to run; [`explore`] is the loop between them; the [`cache`] stands in for re-running a step
-//! whose result is known; [`dependence`] judges which events race (sleep sets);
+//! [`strategy::Strategy`] decides which paths to run; [`explore`] is the loop between them
+//! (several paths at once, on targets of their own, with `--jobs`); the [`cache`] stands in
+//! for re-running a step whose result is known; [`dependence`] judges which events race
+//! (sleep sets);
 //! [`pathfile`] writes and reads the paths that [`replay`] re-executes; [`workloads`] finds the
 //! workload files the command line names.
 
@@ -13,6 +15,7 @@ pub mod dependence;
 pub mod executor;
 pub mod explore;
 mod faults;
+mod jobs;
 pub mod order;
 pub mod pathfile;
 pub mod plan;

@@ -55,6 +55,27 @@ pub struct SnapshotStats {
     pub steps_skipped: u64,
 }
 
+impl SnapshotStats {
+    /// What happened since `before` (counters only grow).
+    pub fn since(&self, before: &SnapshotStats) -> SnapshotStats {
+        SnapshotStats {
+            taken: self.taken - before.taken,
+            declined: self.declined - before.declined,
+            restored: self.restored - before.restored,
+            fallbacks: self.fallbacks - before.fallbacks,
+            steps_skipped: self.steps_skipped - before.steps_skipped,
+        }
+    }
+
+    pub fn add(&mut self, other: &SnapshotStats) {
+        self.taken += other.taken;
+        self.declined += other.declined;
+        self.restored += other.restored;
+        self.fallbacks += other.fallbacks;
+        self.steps_skipped += other.steps_skipped;
+    }
+}
+
 /// The prefixes whose snapshots the target holds.
 pub struct Snapshots {
     entries: HashMap<u64, Arc<Prefix>>,

@@ -1,5 +1,12 @@
 //! What a search strategy is to the explore loop: it hands out [`Plan`]s and is told what each
 //! run did; it never touches the target. The strategies themselves live in `flymc-strategies`.
+//!
+//! With `--jobs N` the loop keeps up to N plans outstanding (handed out, not yet observed) and
+//! runs them side by side, but it talks to the strategy from one thread, in a fixed order:
+//! every run is observed exactly once, in the order its plan was handed out, and after each
+//! observation the loop asks for plans until N are outstanding again or the strategy has none.
+//! That order depends on N alone, never on which run finished first, so a run with a given N
+//! is deterministic.
 
 use serde::Serialize;
 
@@ -21,14 +28,19 @@ pub struct StrategyStats {
 pub trait Strategy {
     /// The name used on the command line.
     fn name(&self) -> &'static str;
-    /// The next path to run, or `None` when the search space is exhausted.
+    /// The next path to run, or `None` when there is none to run now. With plans outstanding
+    /// the loop asks again after observing the next run (which may queue more); with none
+    /// outstanding, `None` means the search space is exhausted.
     fn next_plan(&mut self) -> Option<Plan>;
-    /// Learn from a run of the plan last handed out.
-    fn observe(&mut self, run: &Run);
+    /// Learn from `run`, the run of `plan`. Runs are observed in the order their plans were
+    /// handed out, each once; other plans may have been handed out since `plan` was.
+    fn observe(&mut self, plan: &Plan, run: &Run);
     /// Paths waiting to be explored.
     fn queue_len(&self) -> usize;
-    /// The judgement the executor honours the plan's sleep set with, if the strategy uses one.
-    fn dependence(&mut self) -> Option<&mut dyn Dependence> {
+    /// The judgement the executor honours plans' sleep sets with, if the strategy uses one:
+    /// one for each run, which may be under way on another thread while the strategy hands
+    /// out further plans.
+    fn dependence(&self) -> Option<Box<dyn Dependence + Send>> {
         None
     }
     fn stats(&self) -> StrategyStats {

@@ -20,7 +20,7 @@ pub use target::{ClientRequest, CommandFn, Launch, RealConfig, RealTarget};
 /// Where to run the nodes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendKind {
-    /// Local processes on 127.0.0.x.
+    /// Local processes on 127.0.k.x (a block of their own per cluster).
     #[default]
     Local,
     /// Docker containers with host networking.

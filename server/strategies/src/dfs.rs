@@ -31,7 +31,6 @@ struct Branch {
 pub struct Dfs {
     stateless: bool,
     stack: Vec<Branch>,
-    current_prefix: usize,
     started: bool,
     generated: u64,
     /// States already expanded (stateful mode).
@@ -48,7 +47,6 @@ impl Dfs {
         Dfs {
             stateless,
             stack: Vec::new(),
-            current_prefix: 0,
             started: false,
             generated: 0,
             expanded: HashSet::new(),
@@ -113,11 +111,10 @@ impl Strategy for Dfs {
                 break b.prefix;
             }
         };
-        self.current_prefix = prefix.len();
         Some(Plan::fifo(prefix))
     }
 
-    fn observe(&mut self, run: &Run) {
+    fn observe(&mut self, plan: &Plan, run: &Run) {
         let ids = run.event_ids();
         let n = run.steps.len();
         let spent = spent_after(run, n);
@@ -131,7 +128,7 @@ impl Strategy for Dfs {
         // Branches at step `i` (or, at `i == n`, the faults a FIFO tail left untaken at the end:
         // they are choices too), shallow first onto the stack so the deepest pops first.
         let mut branches = Vec::new();
-        for i in self.current_prefix.min(n)..=n {
+        for i in plan.prefix.len().min(n)..=n {
             if !self.stateless && !self.expanded.insert(key(i)) {
                 // Everything from here on was or will be explored from the first visit.
                 break;

@@ -232,46 +232,43 @@ impl<D: Dependence> Dpor<D> {
     }
 }
 
-impl<D: Dependence> Strategy for Dpor<D> {
+impl<D: Dependence + Clone + Send + 'static> Strategy for Dpor<D> {
     fn name(&self) -> &'static str {
         self.name
     }
 
     fn next_plan(&mut self) -> Option<Plan> {
-        self.handed_out += 1;
         if !self.started {
             self.started = true;
-            self.sleep.hand_out_plain();
-            return Some(Plan::fifo(Vec::new()));
+            self.handed_out += 1;
+            return Some(self.sleep.hand_out_plain(Plan::fifo(Vec::new())));
         }
         if self.stack.is_empty() {
             return None;
         }
+        self.handed_out += 1;
         if let Some(k) = self.opts.random_every {
             if self.handed_out.is_multiple_of(k) {
-                self.sleep.hand_out_plain();
-                return Some(Plan {
+                return Some(self.sleep.hand_out_plain(Plan {
                     prefix: Vec::new(),
                     tail: Tail::Random(self.rng.gen()),
                     strict: false,
                     sleep: Vec::new(),
                     sleep_at: 0,
-                });
+                }));
             }
         }
         let (prefix, origin) = self.stack.pop()?;
-        let sleep = self.sleep.hand_out(&mut self.dep, &origin);
-        Some(Plan {
-            sleep,
-            sleep_at: origin.depth + 1,
-            ..Plan::fifo(prefix)
-        })
+        Some(
+            self.sleep
+                .hand_out(&mut self.dep, &origin, Plan::fifo(prefix)),
+        )
     }
 
-    fn observe(&mut self, run: &Run) {
+    fn observe(&mut self, plan: &Plan, run: &Run) {
         let ids = run.event_ids();
         let hashes = prefix_hashes(&ids);
-        let asleep = self.sleep.observe(&mut self.dep, run, &hashes);
+        let asleep = self.sleep.observe(&mut self.dep, plan, run, &hashes);
         for (i, id) in ids.iter().enumerate() {
             self.tree
                 .entry(hashes[i])
@@ -329,8 +326,8 @@ impl<D: Dependence> Strategy for Dpor<D> {
         self.stack.len()
     }
 
-    fn dependence(&mut self) -> Option<&mut dyn Dependence> {
-        Some(&mut self.dep)
+    fn dependence(&self) -> Option<Box<dyn Dependence + Send>> {
+        Some(Box::new(self.dep.clone()))
     }
 
     fn stats(&self) -> StrategyStats {
@@ -422,8 +419,9 @@ mod tests {
     fn dpor_tries_a_cancelled_timer_before_the_step_that_cancelled_it() {
         let run = cancelling_run(Ending::Quiescent);
         let mut dpor = Dpor::new("mdpor", SameNode, DporOptions::default());
-        assert_eq!(dpor.next_plan().unwrap().prefix, Vec::<EventId>::new());
-        dpor.observe(&run);
+        let first = dpor.next_plan().unwrap();
+        assert_eq!(first.prefix, Vec::<EventId>::new());
+        dpor.observe(&first, &run);
         let mut firsts = Vec::new();
         while let Some(plan) = dpor.next_plan() {
             firsts.push(plan.prefix.clone());

@@ -35,7 +35,6 @@ pub struct Faults {
     levels: BTreeMap<u32, VecDeque<Vec<EventId>>>,
     /// (fault state, fault) pairs already tried or queued.
     tried: HashSet<(u64, u64)>,
-    current_prefix: usize,
     /// Faults placed by the paths handed out last (for the log).
     level: u32,
     started: bool,
@@ -49,7 +48,6 @@ impl Faults {
             vars: vars.map(|v| v.iter().map(|s| s.to_string()).collect()),
             levels: BTreeMap::new(),
             tried: HashSet::new(),
-            current_prefix: 0,
             level: 0,
             started: false,
             generated: 0,
@@ -108,16 +106,15 @@ impl Strategy for Faults {
             }
             prefix
         };
-        self.current_prefix = prefix.len();
         Some(Plan::fifo(prefix))
     }
 
-    fn observe(&mut self, run: &Run) {
+    fn observe(&mut self, plan: &Plan, run: &Run) {
         let ids = run.event_ids();
         let n = run.steps.len();
         let spent = spent_after(run, n);
         // Placements before the plan's own fault were offered by the runs that led here.
-        for i in self.current_prefix.min(n)..=n {
+        for i in plan.prefix.len().min(n)..=n {
             let key = self.fault_state(&run.states[i], spent[i]);
             let alts = match run.steps.get(i) {
                 Some(step) => &step.enabled,

@@ -7,6 +7,7 @@ use flymc_model::{Event, GlobalState};
 
 /// MoDist's black-box rule: same processing node means dependent (crashes and reboots are
 /// processed by the node they strike).
+#[derive(Clone, Copy)]
 pub struct SameNode;
 
 impl Dependence for SameNode {

@@ -35,7 +35,7 @@ impl Strategy for RandomWalk {
         })
     }
 
-    fn observe(&mut self, _run: &Run) {}
+    fn observe(&mut self, _plan: &Plan, _run: &Run) {}
 
     fn queue_len(&self) -> usize {
         0

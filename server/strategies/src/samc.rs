@@ -6,6 +6,7 @@
 //! state symmetry for messages and no parallel flips.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use flymc_model::sets::SetsFile;
 use flymc_model::{Event, EventId, EventKind, GlobalState, Symmetry};
@@ -13,8 +14,9 @@ use flymc_model::{Event, EventId, EventKind, GlobalState, Symmetry};
 use super::dpor::{enabled_event, Dependence, Dpor, DporOptions};
 use flymc_core::run::Run;
 
+#[derive(Clone)]
 pub struct SamcRules {
-    sets: SetsFile,
+    sets: Arc<SetsFile>,
     sym: Symmetry,
 }
 
@@ -70,7 +72,10 @@ impl Dependence for SamcRules {
 pub fn new(sets: SetsFile, sym: Symmetry, seed: u64) -> Dpor<SamcRules> {
     Dpor::new(
         "samc",
-        SamcRules { sets, sym },
+        SamcRules {
+            sets: Arc::new(sets),
+            sym,
+        },
         DporOptions {
             seed,
             ..Default::default()

@@ -8,15 +8,18 @@
 //! sleeps ends there (`SleepBlocked`), and no backtrack point is added for a sleeping event.
 //!
 //! Explored means handed out, not merely queued: two queued branches must not put each other
-//! to sleep, or the orders starting with either would be lost.
+//! to sleep, or the orders starting with either would be lost. Handed out need not mean
+//! observed: with `--jobs` several branches are under way at once, and each one's sleep set is
+//! kept until its run is observed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
 use flymc_model::{Event, EventId, GlobalState};
 
 use crate::dpor::enabled_event;
 use flymc_core::dependence::{propagate_sleep, Dependence};
+use flymc_core::plan::Plan;
 use flymc_core::run::Run;
 
 /// Where a queued branch leaves the tree: run `event` from the node hashed `node`.
@@ -56,15 +59,20 @@ pub fn origins(
         .collect()
 }
 
+/// A plan handed out, with its sleep set as events (`None`: a plan without one).
+struct Handed {
+    plan: Plan,
+    set: Option<Vec<Event>>,
+}
+
 #[derive(Default)]
 pub struct SleepSets {
     /// Sleep set of each tree node when it was first reached (absent: empty).
     at: HashMap<u64, Vec<Event>>,
     /// Events explored from each tree node.
     explored: HashMap<u64, Vec<Event>>,
-    /// The sleep set handed out with the last plan, and where in it the tail starts.
-    current: Vec<Event>,
-    current_start: Option<usize>,
+    /// The plans handed out and not yet observed, oldest first.
+    handed: VecDeque<Handed>,
     /// The system's `crash_loses_sent`, from the runs observed (branches come from runs).
     crash_loses_sent: bool,
 }
@@ -74,9 +82,9 @@ impl SleepSets {
         SleepSets::default()
     }
 
-    /// The sleep set to run the branch leaving at `b` with, holding from the step after the
+    /// `plan`, the branch leaving at `b`, with its sleep set, holding from the step after the
     /// branch's first event; from now on `b.event` counts as explored at its node.
-    pub fn hand_out(&mut self, dep: &mut dyn Dependence, b: &Origin) -> Vec<EventId> {
+    pub fn hand_out(&mut self, dep: &mut dyn Dependence, b: &Origin, plan: Plan) -> Plan {
         let asleep = self.at.get(&b.node).into_iter().flatten();
         let explored = self.explored.entry(b.node).or_default();
         let mut z: Vec<Event> = Vec::new();
@@ -91,33 +99,53 @@ impl SleepSets {
         if !explored.iter().any(|e| e.id == b.event.id) {
             explored.push(b.event.clone());
         }
-        self.current = z;
-        self.current_start = Some(b.depth + 1);
-        self.current.iter().map(|e| e.id).collect()
+        let plan = Plan {
+            sleep: z.iter().map(|e| e.id).collect(),
+            sleep_at: b.depth + 1,
+            ..plan
+        };
+        self.handed.push_back(Handed {
+            plan: plan.clone(),
+            set: Some(z),
+        });
+        plan
     }
 
-    /// A plan without a sleep set (the first path, a random walk, a parallel flip).
-    pub fn hand_out_plain(&mut self) {
-        self.current.clear();
-        self.current_start = None;
+    /// `plan` without a sleep set (the first path, a random walk, a parallel flip).
+    pub fn hand_out_plain(&mut self, plan: Plan) -> Plan {
+        self.handed.push_back(Handed {
+            plan: plan.clone(),
+            set: None,
+        });
+        plan
     }
 
-    /// The sleep set before every step of `run` (index `k`: the node before step `k`, up to
-    /// the end), as the executor applied it; records them and the explored events.
-    /// `hashes` are the run's prefix hashes.
+    /// The sleep set before every step of `run`, the run of `plan` (index `k`: the node before
+    /// step `k`, up to the end), as the executor applied it; records them and the explored
+    /// events. `hashes` are the run's prefix hashes.
     pub fn observe(
         &mut self,
         dep: &mut dyn Dependence,
+        plan: &Plan,
         run: &Run,
         hashes: &[u64],
     ) -> Vec<Vec<EventId>> {
+        // Runs come in the order their plans were handed out, so `plan` is the oldest one
+        // here, unless someone between the strategy and the loop dropped older plans (a
+        // filtering wrapper): those will never be observed.
+        let handed = match self.handed.iter().position(|h| h.plan == *plan) {
+            Some(i) => self.handed.drain(..=i).last().and_then(|h| h.set),
+            None => None,
+        };
         self.crash_loses_sent = run.crash_loses_sent;
-        let usable = run.diverged_at.is_none();
-        let start = self.current_start.filter(|_| usable);
+        let (current, start) = match handed {
+            Some(z) if run.diverged_at.is_none() => (z, Some(plan.sleep_at)),
+            _ => (Vec::new(), None),
+        };
         let mut out: Vec<Vec<Event>> = Vec::with_capacity(run.states.len());
         for k in 0..run.states.len() {
             let z: Vec<Event> = match start {
-                Some(s) if k == s => self.current.clone(),
+                Some(s) if k == s => current.clone(),
                 Some(s) if k > s => {
                     let prev = &out[k - 1];
                     let step = &run.steps[k - 1];

@@ -25,7 +25,8 @@ pub struct BenchConfig {
     pub cap: u64,
     /// Seeds averaged for the random strategies.
     pub seeds: u64,
-    /// Worker threads.
+    /// Explorations run side by side, each exploring one path at a time (not
+    /// [`flymc_core::explore::ExploreConfig::jobs`], paths of one exploration side by side).
     pub jobs: usize,
     pub out: PathBuf,
     /// Only workloads whose name is in this list (all when empty).
@@ -167,7 +168,9 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         check_determinism: false,
         cache: job.cache,
         stop_on_property: job.expect.clone(),
-        ..Default::default()
+        // Explorations run side by side (`BenchConfig::jobs`), each one path at a time.
+        jobs: 1,
+        snapshots: false,
     };
     let out: Outcome = explore(
         system.as_ref(),

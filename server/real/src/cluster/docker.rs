@@ -2,7 +2,7 @@
 //!
 //! Each node runs in its own container of a flymc image (built from nothing by `flymc setup
 //! zookeeper --docker`; nothing can be pulled), with host networking so the node keeps its
-//! 127.0.0.x address and reaches the event server on 127.0.0.1. The run directory and flymc's
+//! 127.0.k.x address and reaches the event server on 127.0.0.1. The run directory and flymc's
 //! cache are bind-mounted at the same paths, so a node's command line is the same as for a
 //! local process. Crash = SIGKILL the container; reboot = a new container on the same data
 //! directory. Containers are auto-removed, killed on stop, on drop and on Ctrl-C, and a node

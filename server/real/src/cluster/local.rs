@@ -1,15 +1,21 @@
-//! Node processes on this machine: node `i` gets 127.0.0.(2+i), a free port, and
+//! Node processes on this machine: node `i` gets 127.0.k.(2+i), a free port, and
 //! `<run dir>/n<i>` as its data directory under a fresh per-run temporary directory.
 //!
 //! With [`LocalBackend::namespaces`], each node starts as the first process of a PID and time
 //! namespace of its own, which lets CRIU dump it ([`Backend::dump`]) and restore it, even twice
 //! from one image ([`Backend::restore`]).
+//!
+//! `k` is the backend's own loopback block, 127.0.k.0/24, held for the backend's life: no two
+//! backends of one flymc share one, so clusters running side by side (`flymc run --jobs N`: one
+//! backend per job) never share an address, nor therefore a port. The first backend gets
+//! 127.0.0.x.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fs::OpenOptions;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use flymc_model::NodeId;
@@ -21,7 +27,41 @@ use crate::snapshot::{Criu, PendingSnapshot, Snapshot};
 /// How long a SIGKILLed process may take to disappear before that is an error.
 const KILL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The loopback blocks (third octet) held by live backends of this process.
+fn blocks() -> &'static Mutex<BTreeSet<u8>> {
+    static B: OnceLock<Mutex<BTreeSet<u8>>> = OnceLock::new();
+    B.get_or_init(|| Mutex::new(BTreeSet::new()))
+}
+
+/// A loopback block 127.0.k.0/24, given back when dropped.
+struct Block(u8);
+
+impl Block {
+    /// The lowest block no live backend holds.
+    fn claim() -> Result<Block, ClusterError> {
+        let mut held = blocks().lock().unwrap_or_else(|p| p.into_inner());
+        let k = (0..=u8::MAX).find(|k| !held.contains(k)).ok_or_else(|| {
+            ClusterError(
+                "all 256 loopback blocks 127.0.k.0/24 are in use by clusters of this flymc: run fewer --jobs".into(),
+            )
+        })?;
+        held.insert(k);
+        Ok(Block(k))
+    }
+}
+
+impl Drop for Block {
+    fn drop(&mut self) {
+        blocks()
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.0);
+    }
+}
+
 pub struct LocalBackend {
+    /// This backend's addresses, claimed by the first run.
+    block: Option<Block>,
     /// Where run directories are created (default: the system's temporary directory).
     base: Option<PathBuf>,
     keep_dirs: bool,
@@ -41,6 +81,7 @@ impl Default for LocalBackend {
 impl LocalBackend {
     pub fn new() -> LocalBackend {
         LocalBackend {
+            block: None,
             base: None,
             keep_dirs: std::env::var_os("FLYMC_KEEP_RUN_DIRS").is_some(),
             namespaces: false,
@@ -92,9 +133,13 @@ impl Backend for LocalBackend {
         self.stop()?;
         if nodes > 250 {
             return Err(ClusterError(format!(
-                "{nodes} nodes do not fit on 127.0.0.2..127.0.0.251"
+                "{nodes} nodes do not fit on 127.0.k.2..127.0.k.251"
             )));
         }
+        if self.block.is_none() {
+            self.block = Some(Block::claim()?);
+        }
+        let k = self.block.as_ref().map_or(0, |b| b.0);
         let base = self.base.clone().unwrap_or_else(std::env::temp_dir);
         let dir = tempfile::Builder::new()
             .prefix("flymc-run-")
@@ -110,7 +155,7 @@ impl Backend for LocalBackend {
         self.run_dir = Some(dir.clone());
         self.slots = (0..nodes)
             .map(|node| {
-                let ip = Ipv4Addr::new(127, 0, 0, 2 + node as u8);
+                let ip = Ipv4Addr::new(127, 0, k, 2 + node as u8);
                 let data_dir = dir.join(format!("n{node}"));
                 std::fs::create_dir(&data_dir).map_err(|e| {
                     ClusterError(format!("cannot create {}: {e}", data_dir.display()))
@@ -244,5 +289,40 @@ impl Backend for LocalBackend {
 impl Drop for LocalBackend {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::IpAddr;
+
+    use super::*;
+
+    fn ips(slots: &[NodeSlot]) -> Vec<IpAddr> {
+        slots.iter().map(|s| s.addr.ip()).collect()
+    }
+
+    #[test]
+    fn backends_side_by_side_share_no_address_and_no_directory() {
+        let base = tempfile::tempdir().unwrap();
+        let mut a = LocalBackend::new().in_dir(base.path());
+        let mut b = LocalBackend::new().in_dir(base.path());
+        let (sa, sb) = (a.prepare(3).unwrap(), b.prepare(3).unwrap());
+        let block = |s: &[NodeSlot]| match s[0].addr.ip() {
+            IpAddr::V4(ip) => ip.octets()[2],
+            IpAddr::V6(_) => unreachable!("loopback v4"),
+        };
+        assert_ne!(block(&sa), block(&sb));
+        assert!(ips(&sa).iter().all(|ip| !ips(&sb).contains(ip)));
+        assert!(sa
+            .iter()
+            .all(|x| sb.iter().all(|y| x.data_dir != y.data_dir)));
+        // A backend keeps its block across runs.
+        let again = a.prepare(3).unwrap();
+        assert_eq!(ips(&again), ips(&sa));
+        // A new backend never takes a live one's block.
+        drop(b);
+        let mut c = LocalBackend::new().in_dir(base.path());
+        assert_ne!(block(&c.prepare(3).unwrap()), block(&sa));
     }
 }

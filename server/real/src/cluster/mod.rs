@@ -1,5 +1,5 @@
 //! Cluster backends: where node processes run. [`local::LocalBackend`] starts them as local
-//! processes on 127.0.0.x (the default); [`docker::DockerBackend`] runs them as containers
+//! processes on 127.0.k.x (the default); [`docker::DockerBackend`] runs them as containers
 //! behind the same [`Backend`] trait.
 
 pub mod docker;

@@ -10,6 +10,7 @@
 //! it). Where the file has no applicable entry, events are dependent.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use flymc_model::sets::{Entry, SetsFile};
 use flymc_model::{Event, EventKind, GlobalState};
@@ -17,8 +18,10 @@ use serde_json::Map;
 
 use crate::dpor::Dependence;
 
+/// Cheap to clone: every run under way judges with its own (`--jobs`).
+#[derive(Clone)]
 pub struct SetsDependence {
-    pub sets: SetsFile,
+    pub sets: Arc<SetsFile>,
 }
 
 fn meets(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {

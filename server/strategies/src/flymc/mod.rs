@@ -13,9 +13,10 @@ mod parallel;
 mod symmetry;
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 
 use flymc_model::sets::SetsFile;
-use flymc_model::{EventId, Symmetry};
+use flymc_model::{Event, EventId, GlobalState, Symmetry};
 
 use super::dpor::{
     self, disabled_by, last_race, prefix_hashes, race_candidates, reversals, Dependence,
@@ -56,8 +57,7 @@ struct Item {
 
 pub struct Flymc {
     opts: FlymcOptions,
-    /// Sets-file independence, or MoDist's rule when independence is off.
-    dep: Box<dyn Dependence>,
+    dep: Judge,
     sleep: SleepSets,
     history: History,
     /// Per prefix hash: events run or queued from there.
@@ -77,6 +77,22 @@ pub struct Flymc {
     stats: Counters,
 }
 
+/// Sets-file independence, or MoDist's rule when independence is off.
+#[derive(Clone)]
+enum Judge {
+    Sets(SetsDependence),
+    SameNode(SameNode),
+}
+
+impl Dependence for Judge {
+    fn dependent_at(&mut self, state: &GlobalState, a: &Event, b: &Event) -> bool {
+        match self {
+            Judge::Sets(d) => d.dependent_at(state, a, b),
+            Judge::SameNode(d) => d.dependent_at(state, a, b),
+        }
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     generated: u64,
@@ -88,10 +104,12 @@ struct Counters {
 
 impl Flymc {
     pub fn new(sets: SetsFile, sym: Symmetry, opts: FlymcOptions) -> Self {
-        let dep: Box<dyn Dependence> = if opts.independence {
-            Box::new(SetsDependence { sets })
+        let dep = if opts.independence {
+            Judge::Sets(SetsDependence {
+                sets: Arc::new(sets),
+            })
         } else {
-            Box::new(SameNode)
+            Judge::SameNode(SameNode)
         };
         Flymc {
             opts,
@@ -141,8 +159,7 @@ impl Strategy for Flymc {
     fn next_plan(&mut self) -> Option<Plan> {
         if !self.started {
             self.started = true;
-            self.sleep.hand_out_plain();
-            return Some(Plan::fifo(Vec::new()));
+            return Some(self.sleep.hand_out_plain(Plan::fifo(Vec::new())));
         }
         while let Some(item) = self.pop() {
             // The history may have grown since the path was queued.
@@ -150,26 +167,19 @@ impl Strategy for Flymc {
                 self.stats.symmetry += 1;
                 continue;
             }
-            let (sleep, sleep_at) = match &item.origin {
-                Some(o) => (self.sleep.hand_out(self.dep.as_mut(), o), o.depth + 1),
-                None => {
-                    self.sleep.hand_out_plain();
-                    (Vec::new(), 0)
-                }
-            };
-            return Some(Plan {
-                sleep,
-                sleep_at,
-                ..Plan::fifo(item.prefix)
+            let plan = Plan::fifo(item.prefix);
+            return Some(match &item.origin {
+                Some(o) => self.sleep.hand_out(&mut self.dep, o, plan),
+                None => self.sleep.hand_out_plain(plan),
             });
         }
         None
     }
 
-    fn observe(&mut self, run: &Run) {
+    fn observe(&mut self, plan: &Plan, run: &Run) {
         let ids = run.event_ids();
         let hashes = prefix_hashes(&ids);
-        let asleep = self.sleep.observe(self.dep.as_mut(), run, &hashes);
+        let asleep = self.sleep.observe(&mut self.dep, plan, run, &hashes);
         for (i, id) in ids.iter().enumerate() {
             self.scheduled.insert((hashes[i], *id));
         }
@@ -184,16 +194,16 @@ impl Strategy for Flymc {
 
         let mut new: Vec<(usize, EventId, Vec<EventId>)> = Vec::new();
         for j in 1..run.steps.len() {
-            let race = last_race(self.dep.as_mut(), run, j);
+            let race = last_race(&mut self.dep, run, j);
             let mut races: Vec<usize> = race.into_iter().collect();
             if run.steps[j].event().is_fault() {
                 // A crash or reboot is tried before every step it races with at once, not one
                 // race further back per path: where a crash must land (say, between a leader's
                 // write and the appends carrying it) is then one flip from a path, not five.
-                races.extend(dpor::races(self.dep.as_mut(), run, j).filter(|&i| Some(i) != race));
+                races.extend(dpor::races(&mut self.dep, run, j).filter(|&i| Some(i) != race));
             }
             for i in races {
-                for (c, prefix) in reversals(self.dep.as_mut(), run, &ids, i, j) {
+                for (c, prefix) in reversals(&mut self.dep, run, &ids, i, j) {
                     if !asleep[i].contains(&c) && self.scheduled.insert((hashes[i], c)) {
                         new.push((i, c, prefix));
                     }
@@ -256,7 +266,7 @@ impl Strategy for Flymc {
         }
 
         if self.opts.parallel_flips {
-            if let Some((prefix, _flips)) = parallel::parallel_flip(self.dep.as_mut(), run) {
+            if let Some((prefix, _flips)) = parallel::parallel_flip(&mut self.dep, run) {
                 let h = *prefix_hashes(&prefix).last().expect("non-empty");
                 if self.parallel_seen.insert(h) {
                     self.stats.generated += 1;
@@ -275,8 +285,8 @@ impl Strategy for Flymc {
         self.high.len() + self.low.len()
     }
 
-    fn dependence(&mut self) -> Option<&mut dyn Dependence> {
-        Some(self.dep.as_mut())
+    fn dependence(&self) -> Option<Box<dyn Dependence + Send>> {
+        Some(Box::new(self.dep.clone()))
     }
 
     fn stats(&self) -> StrategyStats {
