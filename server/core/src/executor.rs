@@ -69,7 +69,7 @@ impl<'a> Executor<'a> {
         &self,
         target: &mut dyn Target,
         plan: &Plan,
-        cache: Option<&mut StateEventCache>,
+        cache: Option<&mut CacheView>,
         dep: Option<&mut dyn Dependence>,
         snaps: Option<&mut Snapshots>,
     ) -> Result<Run, ExecError> {
