@@ -6,7 +6,9 @@
 //! ends when nothing is enabled, on a violation, or at the workload's event limit; liveness
 //! properties are checked on the state it ends in. This is mechanism only: which event comes
 //! next when the prefix names none is the order's choice, and the plan's sleep set a filter
-//! over it.
+//! over it. It also measures where the path's time goes ([`crate::timing`]).
+
+use std::time::Instant;
 
 use flymc_model::{
     EventKind, GlobalState, Property, PropertyKind, System, Target, TargetError, Violation,
@@ -57,12 +59,16 @@ impl<'a> Executor<'a> {
         cache: Option<&mut StateEventCache>,
         dep: Option<&mut dyn Dependence>,
     ) -> Result<Run, ExecError> {
+        let began = Instant::now();
         let result = self.run_inner(target, plan, cache, dep).map(|mut run| {
             run.late_reports = target.late_reports();
             run
         });
+        let stopping = Instant::now();
         let stopped = target.stop();
-        let run = result?;
+        let mut run = result?;
+        run.timing.record_stop(stopping.elapsed());
+        run.timing.record_total(began.elapsed());
         stopped.map_err(|source| ExecError::Target {
             step: run.steps.len(),
             source,
@@ -118,6 +124,10 @@ struct Running<'r> {
     /// The step count the run ends at.
     limit: usize,
     run: Run,
+    /// The step being timed: when its event was applied, whether it is a fault, whether the
+    /// plan's prefix named it. It ends when the cluster has settled, which under a cache hit is
+    /// only known at the next step's `pending`.
+    timing: Option<(Instant, bool, bool)>,
 }
 
 impl<'r> Running<'r> {
@@ -131,9 +141,12 @@ impl<'r> Running<'r> {
     ) -> Result<Self, ExecError> {
         let w = exec.workload;
         let err = |source| ExecError::Target { step: 0, source };
+        let began = Instant::now();
         target.start(w).map_err(err)?;
         let props = exec.system.properties(w);
         let state = target.settle().map_err(err)?;
+        let mut timing = crate::timing::PathTiming::default();
+        timing.record_start(began.elapsed());
         Ok(Running {
             workload: w,
             target,
@@ -156,7 +169,9 @@ impl<'r> Running<'r> {
                 diverged_at: None,
                 crash_loses_sent: exec.system.crash_loses_sent(),
                 late_reports: 0,
+                timing,
             },
+            timing: None,
         })
     }
 
@@ -216,7 +231,9 @@ impl<'r> Running<'r> {
 
     /// What is pending, with its creation clocks, and the faults the budgets allow.
     fn enabled(&mut self) -> Vec<Enabled> {
-        let mut enabled = self.clocks.enabled(self.target.pending());
+        let pending = self.target.pending();
+        self.step_timed();
+        let mut enabled = self.clocks.enabled(pending);
         self.faults.add_candidates(&mut enabled, &self.clocks);
         enabled
     }
@@ -262,17 +279,26 @@ impl<'r> Running<'r> {
     ) -> Result<Flow, ExecError> {
         let event = enabled[chosen].event.clone();
         let vc = self.clocks.step(&enabled[chosen]);
+        // The prefix cursor has moved past this step's event if the prefix named it.
+        let prefix = self.cursor > 0 && self.plan.prefix.get(self.cursor - 1) == Some(&event.id);
+        self.timing = Some((Instant::now(), event.is_fault(), prefix));
         let before = *self.run.hashes.last().expect("initial state");
         let cached = self
             .cache
             .as_deref_mut()
             .and_then(|c| c.lookup(before, event.id));
+        let hit = cached.is_some();
         // With a cached S' the executor need not wait for the target to settle; a simulated
         // target settles instantly, so we still read it and only count the hit.
         let settled = self.apply(&event).and_then(|_| match cached {
             Some((state, hash)) => Ok((state, Some(hash))),
             None => self.target.settle().map(|s| (s, None)),
         });
+        // A cache hit waits for the cluster at the next step's `pending`; a failed step's
+        // time is no settle time.
+        if !hit && settled.is_ok() {
+            self.step_timed();
+        }
         let (state, was_cached) = match settled {
             Ok(s) => s,
             Err(TargetError::Hang { node, millis }) => {
@@ -340,6 +366,13 @@ impl<'r> Running<'r> {
         self.run.violation = Some(v);
         self.run.ending = Ending::Violation;
         true
+    }
+
+    /// The step being timed has settled.
+    fn step_timed(&mut self) {
+        if let Some((began, fault, prefix)) = self.timing.take() {
+            self.run.timing.record_step(began.elapsed(), fault, prefix);
+        }
     }
 
     /// Judge liveness on the state the run ended in; a sleep-blocked run did not end, so its

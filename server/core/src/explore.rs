@@ -11,6 +11,7 @@ use crate::executor::{ExecError, Executor};
 use crate::plan::{Plan, Tail};
 use crate::run::Run;
 use crate::strategy::{Strategy, StrategyStats};
+use crate::timing::TimingTotals;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExploreError {
@@ -86,6 +87,8 @@ pub struct Outcome {
     pub late_paths: u64,
     pub late_reports: u64,
     pub events: u64,
+    /// Where the paths' time went ([`Run::timing`], summed).
+    pub timing: TimingTotals,
 }
 
 pub fn explore(
@@ -128,6 +131,7 @@ pub fn explore_with(
         late_reports: 0,
         events: 0,
         other_violations: 0,
+        timing: TimingTotals::default(),
     };
     loop {
         if cfg.max_paths.is_some_and(|m| out.paths >= m) {
@@ -145,6 +149,7 @@ pub fn explore_with(
         )?;
         out.paths += 1;
         out.events += run.steps.len() as u64;
+        out.timing.add(&run.timing);
         if run.diverged_at.is_some() {
             out.diverged += 1;
         }

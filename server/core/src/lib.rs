@@ -4,7 +4,7 @@
 //! prefix and then the [`order`] policy the plan names, and hands back a [`run::Run`]; a
 //! [`strategy::Strategy`] decides which paths to run; [`explore`] is the loop between them; the [`cache`] stands in for re-running a step
 //! whose result is known; [`dependence`] judges which events race (sleep sets);
-//! [`pathfile`] writes and reads the paths that [`replay`] re-executes; [`workloads`] finds the
+//! [`timing`] says where a path's time went; [`pathfile`] writes and reads the paths that [`replay`] re-executes; [`workloads`] finds the
 //! workload files the command line names.
 
 pub mod cache;
@@ -20,6 +20,7 @@ pub mod replay;
 pub mod run;
 mod sleepset;
 pub mod strategy;
+pub mod timing;
 pub mod workloads;
 
 #[cfg(any(test, feature = "testkit"))]
