@@ -15,12 +15,21 @@ pub fn paths_per_sec(paths: u64, secs: f64) -> String {
     }
 }
 
+/// A duration in seconds, or in milliseconds below one (simulated paths take microseconds).
 fn secs(us: u64) -> String {
-    format!("{:.2} s", us as f64 / 1e6)
+    if us >= 1_000_000 {
+        format!("{:.2} s", us as f64 / 1e6)
+    } else {
+        format!("{:.1} ms", us as f64 / 1e3)
+    }
 }
 
 fn ms(us: Option<u64>) -> String {
-    us.map_or_else(|| "-".into(), |us| format!("{:.1} ms", us as f64 / 1e3))
+    match us {
+        None => "-".into(),
+        Some(us) if us < 1000 => format!("{:.2} ms", us as f64 / 1e3),
+        Some(us) => format!("{:.1} ms", us as f64 / 1e3),
+    }
 }
 
 /// `time: start 1.21 s, prefix ..., ...`: where the paths' time went, per path on average.
@@ -44,7 +53,7 @@ pub fn time_line(t: &TimingTotals) -> String {
     );
     if t.faults > 0 {
         line += &format!(
-            ", crash/reboot {} ({} per path)",
+            ", crash/reboot {} ({:.1} per path)",
             per(t.faults_us),
             t.faults as f64 / n as f64
         );
@@ -148,10 +157,13 @@ mod tests {
         let line = time_line(&t);
         assert!(line.contains("total 1.90 s, start 1.20 s"), "{line}");
         assert!(
-            line.contains("events 0.02 s (1 per path, settle median 20."),
+            line.contains("events 20.0 ms (1 per path, settle median 20."),
             "{line}"
         );
-        assert!(line.contains("crash/reboot 0.50 s (1 per path)"), "{line}");
+        assert!(
+            line.contains("crash/reboot 500.0 ms (1.0 per path)"),
+            "{line}"
+        );
         assert!(!line.contains("prefix"), "{line}");
     }
 }
