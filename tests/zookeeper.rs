@@ -174,9 +174,18 @@ fn crashes_and_reboots_are_explored_without_a_false_alarm() {
 fn no_event_is_reported_late_and_the_time_breakdown_adds_up() {
     let _one = one_cluster();
     let d = tmp();
-    let ran = run_zk(d.path(), "le-3crash", 3, &["--save-paths", "--json", "summary.json"]);
+    let ran = run_zk(
+        d.path(),
+        "le-3crash",
+        3,
+        &["--save-paths", "--json", "summary.json"],
+    );
     assert_eq!(ran.code, 0, "{}", ran.all());
-    assert!(ran.stdout.contains("time per path: total "), "{}", ran.stdout);
+    assert!(
+        ran.stdout.contains("time per path: total "),
+        "{}",
+        ran.stdout
+    );
     let s: Value =
         serde_json::from_str(&std::fs::read_to_string(d.path().join("summary.json")).unwrap())
             .unwrap();
@@ -193,7 +202,10 @@ fn no_event_is_reported_late_and_the_time_breakdown_adds_up() {
     // A cache hit at a path's last step is never waited for, so it has no settle time.
     let settled = t["settle"]["count"].as_u64().unwrap();
     let events = s["events"].as_u64().unwrap();
-    assert!(settled + faults <= events && settled + faults + 3 >= events, "{s}");
+    assert!(
+        settled + faults <= events && settled + faults + 3 >= events,
+        "{s}"
+    );
     assert!(n("start_us") > 0 && n("stop_us") > 0, "{t}");
     assert!(
         n("start_us") + n("settle_us") + n("faults_us") + n("stop_us") <= n("total_us"),
