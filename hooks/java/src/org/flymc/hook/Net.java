@@ -46,10 +46,10 @@ final class Net {
     @SuppressWarnings("unchecked")
     Map<String, Object> post(String endpoint, Map<String, Object> body, boolean poll) {
         String json = Json.write(body);
-        HttpRequest req = !poll ? null : HttpRequest.newBuilder(URI.create(base + endpoint))
+        HttpRequest req = HttpRequest.newBuilder(URI.create(base + endpoint))
             .header("Content-Type", "application/json")
             .header("X-FlyMC-Token", token)
-            .timeout(Duration.ofSeconds(90))
+            .timeout(Duration.ofSeconds(poll ? 90 : 60))
             .POST(HttpRequest.BodyPublishers.ofString(json))
             .build();
         for (int attempt = 0;; attempt++) {
