@@ -11,7 +11,6 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("Agent.java", include_str!("src/org/flymc/hook/Agent.java")),
     ("Expr.java", include_str!("src/org/flymc/hook/Expr.java")),
     ("Hook.java", include_str!("src/org/flymc/hook/Hook.java")),
-    ("Http.java", include_str!("src/org/flymc/hook/Http.java")),
     ("Json.java", include_str!("src/org/flymc/hook/Json.java")),
     ("Net.java", include_str!("src/org/flymc/hook/Net.java")),
     ("Point.java", include_str!("src/org/flymc/hook/Point.java")),

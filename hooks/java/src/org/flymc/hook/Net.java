@@ -11,20 +11,19 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The hook protocol (hooks/PROTOCOL.md): reports and done on a blocking socket of their own
- * ({@link Http}, no thread hand-offs), the long poll over the JDK's HTTP client, so a report
- * never waits behind a poll.
+ * The hook protocol over the JDK's HTTP client (hooks/PROTOCOL.md): one client for reports and
+ * done, one for the long poll, so a report never waits behind a poll.
  */
 final class Net {
     private final String base;
     private final String token;
-    private final Http calls;
+    private final HttpClient calls;
     private final HttpClient polls;
 
     Net(String server, String token) {
         this.base = "http://" + server + "/v1/";
         this.token = token;
-        this.calls = new Http(server);
+        this.calls = client("flymc-http");
         this.polls = client("flymc-poll-http");
     }
 
@@ -45,35 +44,25 @@ final class Net {
     /** POST a request; returns the parsed answer. Exits the JVM when flymc is gone or refuses us. */
     @SuppressWarnings("unchecked")
     Map<String, Object> post(String endpoint, Map<String, Object> body, boolean poll) {
-        String json = Json.write(body);
         HttpRequest req = HttpRequest.newBuilder(URI.create(base + endpoint))
             .header("Content-Type", "application/json")
             .header("X-FlyMC-Token", token)
             .timeout(Duration.ofSeconds(poll ? 90 : 60))
-            .POST(HttpRequest.BodyPublishers.ofString(json))
+            .POST(HttpRequest.BodyPublishers.ofString(Json.write(body)))
             .build();
         for (int attempt = 0;; attempt++) {
             try {
-                int st;
-                String answer;
-                if (poll) {
-                    HttpResponse<String> r = polls.send(req, HttpResponse.BodyHandlers.ofString());
-                    st = r.statusCode();
-                    answer = r.body();
-                } else {
-                    Http.Answer a = calls.post("/v1/" + endpoint, token, json);
-                    st = a.status;
-                    answer = a.body;
-                }
+                HttpResponse<String> r = (poll ? polls : calls).send(req, HttpResponse.BodyHandlers.ofString());
+                int st = r.statusCode();
                 if (st == 200) {
-                    return (Map<String, Object>) Json.parse(answer);
+                    return (Map<String, Object>) Json.parse(r.body());
                 }
-                if (st == 401 || (st == 409 && answer.contains("\"stale\""))) {
+                if (st == 401 || (st == 409 && r.body().contains("\"stale\""))) {
                     // flymc ended the run or replaced this incarnation: this process is a leftover.
-                    Hook.log("event server refused us (" + st + "): " + answer + "; exiting");
+                    Hook.log("event server refused us (" + st + "): " + r.body() + "; exiting");
                     Runtime.getRuntime().halt(75);
                 }
-                throw new IllegalStateException("flymc refused " + endpoint + " (" + st + "): " + answer);
+                throw new IllegalStateException("flymc refused " + endpoint + " (" + st + "): " + r.body());
             } catch (ConnectException e) {
                 Hook.log("event server is gone (" + e + "); exiting");
                 Runtime.getRuntime().halt(75);
