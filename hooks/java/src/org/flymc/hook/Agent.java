@@ -123,26 +123,20 @@ public final class Agent {
             }
             Hook.awaitQuiet();
             done(null, state);
-            Hook.settled = true;
             long after = 0;
             while (true) {
                 Map<String, Object> req = Hook.base();
                 req.put("after", after);
                 req.put("wait_ms", 25000L);
                 Map<String, Object> r = Hook.net.post("poll", req, true);
-                long polled = System.nanoTime();
                 for (Object o : (List<Object>) r.get("orders")) {
                     Map<String, Object> order = (Map<String, Object>) o;
                     after = Math.max(after, ((Number) order.get("seq")).longValue());
                     String id = (String) ((Map<String, Object>) order.get("event")).get("id");
                     long began = System.nanoTime();
-                    Hook.settled = false;
-                    Hook.trace.setLength(0);
                     Hook.dispatch(order);
-                    long dispatched = System.nanoTime();
                     Hook.awaitQuiet();
-                    long quiet = System.nanoTime();
-                    long ms = (quiet - began) / 1_000_000;
+                    long ms = (System.nanoTime() - began) / 1_000_000;
                     if (TRACE && ms > 50) {
                         Hook.log("event " + id + " took " + ms + " ms; last busy: " + Hook.lastBusySeen);
                     }
@@ -151,15 +145,7 @@ public final class Agent {
                     while (afterEvent != null && Expr.truth(safe(afterEvent))) {
                         Hook.awaitQuiet();
                     }
-                    long after2 = System.nanoTime();
                     done(id, state);
-                    Hook.settled = true;
-                    if (TRACE) {
-                        long end = System.nanoTime();
-                        Hook.log("trace " + id + " wait=" + (began - polled) / 1000 + " dispatch=" + (dispatched - began) / 1000
-                            + " quiet=" + (quiet - dispatched) / 1000 + " after=" + (after2 - quiet) / 1000
-                            + " done=" + (end - after2) / 1000 + " us; " + Hook.trace);
-                    }
                 }
             }
         } catch (Throwable e) {
@@ -180,11 +166,7 @@ public final class Agent {
     // ---------------------------------------------------------------- bytecode rewriting
 
     static final String HOOK = "org/flymc/hook/Hook";
-    /**
-     * FLYMC_HOOK_TRACE=1: log per event where the node's time went (waiting for the order,
-     * dispatch, until quiet, after_event, done) and what kept it busy, and any report made
-     * after the node said done.
-     */
+    /** FLYMC_HOOK_TRACE=1: log events that take long to settle, and what kept the node busy. */
     static final boolean TRACE = System.getenv("FLYMC_HOOK_TRACE") != null;
 
     static final class Rewriter implements ClassFileTransformer {
@@ -421,26 +403,6 @@ public final class Agent {
                     hook("lawait", "(Ljava/util/concurrent/CountDownLatch;JLjava/util/concurrent/TimeUnit;)Z");
                     return true;
                 }
-            }
-            // Network waits: a thread there rests until another process sends (its own event).
-            if (owner.equals("java/net/ServerSocket") && (name + desc).equals("accept()Ljava/net/Socket;")) {
-                hook("accept", "(Ljava/net/ServerSocket;)Ljava/net/Socket;");
-                return true;
-            }
-            if (owner.equals("java/nio/channels/ServerSocketChannel")
-                && (name + desc).equals("accept()Ljava/nio/channels/SocketChannel;")) {
-                hook("accept", "(Ljava/nio/channels/ServerSocketChannel;)Ljava/nio/channels/SocketChannel;");
-                return true;
-            }
-            if (owner.equals("java/nio/channels/Selector") && name.equals("select")
-                && (desc.equals("()I") || desc.equals("(J)I"))) {
-                hook("select", "(Ljava/nio/channels/Selector;" + desc.substring(1));
-                return true;
-            }
-            if (op == INVOKEVIRTUAL && name.equals("join") && (desc.equals("()V") || desc.equals("(J)V"))) {
-                // Thread.join, or a join of a Thread subclass (the hook checks at run time).
-                hook("tjoin", "(Ljava/lang/Object;" + desc.substring(1));
-                return true;
             }
             if (op == INVOKEVIRTUAL) {
                 switch (name + desc) {

@@ -23,16 +23,10 @@ import java.util.regex.Pattern;
  * <p>Two jobs. (1) Configured points report messages, timers, disk writes to flymc and hold
  * them until flymc enables them. (2) Quiescence: flymc must learn when a node has finished
  * processing an enabled event, in a JVM with dozens of threads. Every blocking call in the
- * instrumented classes (queue take/poll, Object.wait, CountDownLatch.await, sleep, Thread.join,
- * and the network waits accept and select) goes through here, so the hook knows which threads
- * rest at a known waiting point and whether what they wait for has arrived. The node is done
- * when every thread that is not ignored rests at such a point with nothing available for it.
- * A thread anywhere else (running, blocked on a lock, in a short or uninstrumented wait) is
- * busy: nothing is guessed from sampled thread states, so a thread that still has work cannot
- * look done. One scan is consistent when no thread entered or left a wait during it (a
- * generation counter every transition bumps), and the wait for quiescence sleeps until such a
- * transition instead of polling. Only `idle_frames` (network waits of code the hook does not
- * instrument) are read from stacks.
+ * instrumented classes (queue take/poll, Object.wait, CountDownLatch.await, sleep) goes through
+ * here, so the hook knows which threads rest and whether what they wait for has arrived; the
+ * remaining threads are judged by their state and stack. The node is done when every thread
+ * rests and nothing it waits for is available, twice in a row with no hook activity between.
  */
 public final class Hook {
     static Map<String, Object> config;
@@ -61,8 +55,7 @@ public final class Hook {
 
     // ---------------------------------------------------------------- resting threads
 
-    static final int QUEUE = 0, MONITOR = 1, LATCH = 2, SLEEP = 3, TIMER = 4, GATE = 5, PARK = 6, JOIN = 7,
-        NET = 8;
+    static final int QUEUE = 0, MONITOR = 1, LATCH = 2, SLEEP = 3, TIMER = 4, GATE = 5, PARK = 6;
 
     static final class Rest {
         final int kind;
@@ -84,8 +77,6 @@ public final class Hook {
             case TIMER: return ((Timer) on).ready();
             case GATE: return ((Gate) on).ready();
             case PARK: return ((Mail) on).ready();
-            case JOIN: return !((Thread) on).isAlive();
-            // NET: a wait on sockets ends with what another process sends (its own event).
             default: return false;
             }
         }
@@ -260,70 +251,6 @@ public final class Hook {
         }
     }
 
-    public static void tjoin(Object o) throws Throwable {
-        tjoin(o, -1L);
-    }
-
-    /** Thread.join(ms) (-1: join()), or any other class's join, which is called as it is. */
-    public static void tjoin(Object o, long ms) throws Throwable {
-        if (!(o instanceof Thread)) {
-            try {
-                if (ms < 0) {
-                    o.getClass().getMethod("join").invoke(o);
-                } else {
-                    o.getClass().getMethod("join", long.class).invoke(o, ms);
-                }
-                return;
-            } catch (java.lang.reflect.InvocationTargetException e) {
-                throw e.getCause();
-            }
-        }
-        Thread t = (Thread) o;
-        enter(JOIN, t);
-        try {
-            t.join(Math.max(ms, 0L));
-        } finally {
-            leave();
-        }
-    }
-
-    public static java.net.Socket accept(java.net.ServerSocket s) throws java.io.IOException {
-        enter(NET, s);
-        try {
-            return s.accept();
-        } finally {
-            leave();
-        }
-    }
-
-    public static java.nio.channels.SocketChannel accept(java.nio.channels.ServerSocketChannel s)
-        throws java.io.IOException {
-        enter(NET, s);
-        try {
-            return s.accept();
-        } finally {
-            leave();
-        }
-    }
-
-    public static int select(java.nio.channels.Selector s) throws java.io.IOException {
-        enter(NET, s);
-        try {
-            return s.select();
-        } finally {
-            leave();
-        }
-    }
-
-    public static int select(java.nio.channels.Selector s, long ms) throws java.io.IOException {
-        enter(NET, s);
-        try {
-            return s.select(ms);
-        } finally {
-            leave();
-        }
-    }
-
     public static long clock() {
         return vclock.get();
     }
@@ -346,11 +273,6 @@ public final class Hook {
     static String report(String kind, String name, int to, Object fields, Object payload, String channel,
         Integer peer, Long delayMs) {
         String parent = current;
-        if (Agent.TRACE && settled) {
-            // The node said done and has no order in hand: flymc counts this report late.
-            log("late report " + kind + " " + name + " by " + Thread.currentThread().getName() + " at "
-                + java.util.Arrays.toString(java.util.Arrays.copyOf(Thread.currentThread().getStackTrace(), 12)));
-        }
         Map<String, Object> e = new LinkedHashMap<>();
         e.put("parent", parent);
         e.put("seq", (long) nextSeq(parent + "|" + kind + "|" + name + "|" + to));
@@ -546,7 +468,7 @@ public final class Hook {
         Map<String, Object> env = env(recv, self, args);
         try {
             if (p.when != null && !Expr.truth(p.when.eval(env))) {
-                return p.kind.equals("timer") ? plainWait(p, recv, args) : original(p, recv, args);
+                return original(p, recv, args);
             }
         } catch (RuntimeException e) {
             // A configuration error must not take the node down: say so, and do what the code did.
@@ -628,23 +550,6 @@ public final class Hook {
         default:
             throw new IllegalStateException("point kind " + p.kind + " cannot be a call site");
         }
-    }
-
-    /** A timer point's wait when its `when` does not hold: the real wait, at a known waiting point. */
-    @SuppressWarnings("unchecked")
-    private static Object plainWait(Point p, Object recv, Object[] args) throws Throwable {
-        if (p.callName.equals("wait") && args.length == 1 && args[0] instanceof Long) {
-            owait(recv, (Long) args[0]);
-            return null;
-        }
-        if (p.callName.equals("sleep") && args.length == 1 && args[0] instanceof Long) {
-            sleep((Long) args[0]);
-            return null;
-        }
-        if (recv instanceof BlockingQueue && p.callName.equals("poll") && args.length == 2) {
-            return qpoll((BlockingQueue<Object>) recv, (Long) args[0], (TimeUnit) args[1]);
-        }
-        return original(p, recv, args);
     }
 
     private static Object payloadWithConn(Point p, Map<String, Object> env) {
@@ -749,15 +654,12 @@ public final class Hook {
         }
         Map<String, Object> order;
         boolean timedOut;
-        Rest rest = enter(GATE, g);
+        enter(GATE, g);
         try {
             synchronized (g) {
                 while (g.mailbox.isEmpty() && !g.broken && !g.timedOut) {
                     g.wait(100);
                 }
-                // Busy from here: taking the order empties the mailbox while this thread is
-                // still listed as resting on it.
-                rest.woken = true;
                 timedOut = g.timedOut && g.mailbox.isEmpty() && !g.broken;
                 g.timedOut = false;
                 order = timedOut ? null : g.mailbox.poll();
@@ -985,19 +887,13 @@ public final class Hook {
         return java.util.Arrays.copyOf(all, n);
     }
 
-    /**
-     * Why the node is busy, or null when it rests: every thread that is not ignored waits at a
-     * known waiting point with nothing available for it, and no packet waits for its reader.
-     * `silent` gets the busy thread when it is outside the hook's waits: its state changes
-     * without a transition the hook hears of.
-     */
-    static String busyThread(List<Thread> silent) {
+    static String busyThread() {
         for (Thread t : threads()) {
             if (t == Thread.currentThread() || ignored(t)) {
                 continue;
             }
             if (pinned.contains(t)) {
-                return t.getName() + " (reporting)";
+                return t.getName() + " (reading)";
             }
             Rest r = resting.get(t);
             if (r != null) {
@@ -1007,21 +903,16 @@ public final class Hook {
                 continue;
             }
             Thread.State st = t.getState();
-            if (st == Thread.State.TERMINATED) {
+            if (st == Thread.State.WAITING || st == Thread.State.TIMED_WAITING || st == Thread.State.TERMINATED
+                || st == Thread.State.NEW) {
                 continue;
             }
-            // Outside the hook's waits. A network wait of code the hook does not instrument
-            // (idle_frames) is the one kind read from the stack.
-            StackTraceElement[] s = st == Thread.State.RUNNABLE && !idleFrames.isEmpty() ? t.getStackTrace()
-                : new StackTraceElement[0];
-            if (s.length > 0 && idle(s)) {
+            // Only a running thread's stack is looked at (it may be waiting in the network).
+            StackTraceElement[] s = st == Thread.State.RUNNABLE ? t.getStackTrace() : new StackTraceElement[0];
+            if (st == Thread.State.RUNNABLE && idle(s)) {
                 continue;
             }
-            if (silent != null) {
-                silent.add(t);
-            }
-            StackTraceElement[] top = s.length > 0 ? s : t.getStackTrace();
-            return t.getName() + " " + st + (top.length > 0 ? " at " + top[0] : "");
+            return t.getName() + " " + st + (s.length > 0 ? " at " + s[0] : "");
         }
         for (Gate g : gates.values()) {
             synchronized (g) {
@@ -1034,6 +925,9 @@ public final class Hook {
     }
 
     private static boolean idle(StackTraceElement[] s) {
+        if (s.length == 0) {
+            return true;
+        }
         String top = s[0].getClassName() + "." + s[0].getMethodName();
         for (String f : idleFrames) {
             if (top.startsWith(f)) {
@@ -1057,50 +951,36 @@ public final class Hook {
     }
 
     static volatile String lastBusy;
-    /** The dispatcher said done and has no order in hand (for FLYMC_HOOK_TRACE). */
-    static volatile boolean settled;
     static volatile String lastBusySeen;
-    /** With FLYMC_HOOK_TRACE: what awaitQuiet saw for the event in progress. */
-    static final StringBuilder trace = new StringBuilder();
 
-    /**
-     * Wait until the node rests: one scan finds nothing busy and no thread entered or left a
-     * wait during it. Between scans it sleeps until such a transition; only a thread outside the
-     * hook's waits (whose state changes silently) makes it look again after a short pause.
-     */
+    /** Wait until the node rests: nothing busy twice in a row with no hook activity between. */
     static void awaitQuiet() throws InterruptedException {
         long start = System.nanoTime(), told = start;
-        String prev = "";
-        List<Thread> silent = new ArrayList<>();
         while (true) {
             long g = gen.get();
-            long t0 = System.nanoTime();
-            silent.clear();
-            String b = busyThread(silent);
-            if (Agent.TRACE && !String.valueOf(b).equals(prev)) {
-                trace.append((t0 - start) / 1000).append("us[").append((System.nanoTime() - t0) / 1000).append("]:")
-                    .append(b).append(" | ");
-                prev = String.valueOf(b);
-            }
+            String b = busyThread();
             lastBusy = b;
-            if (b == null && gen.get() == g) {
-                return;
-            }
             if (b != null) {
                 lastBusySeen = b;
-                if (System.nanoTime() - told > 5_000_000_000L) {
-                    told = System.nanoTime();
-                    boolean waiting = !silent.isEmpty() && silent.get(0).getState() != Thread.State.RUNNABLE;
-                    log("still busy after " + (told - start) / 1_000_000 + " ms: " + b
-                        + (waiting ? " (a wait the hook does not instrument: if the thread rests there, add it to"
-                            + " ignore_threads, or its network wait to idle_frames, in the hook configuration)" : ""));
-                }
             }
-            synchronized (changed) {
-                if (gen.get() == g) {
-                    // A thread outside the hook's waits changes state silently: look again soon.
-                    // Otherwise the next transition wakes us (the 100 ms are a backstop).
-                    changed.wait(silent.isEmpty() ? 100 : 1);
+            if (b != null && System.nanoTime() - told > 5_000_000_000L) {
+                told = System.nanoTime();
+                log("still busy after " + (told - start) / 1_000_000 + " ms: " + b);
+            }
+            if (b == null) {
+                synchronized (changed) {
+                    if (gen.get() == g) {
+                        changed.wait(3);
+                    }
+                }
+                if (gen.get() == g && busyThread() == null) {
+                    return;
+                }
+            } else {
+                synchronized (changed) {
+                    if (gen.get() == g) {
+                        changed.wait(2);
+                    }
                 }
             }
         }
