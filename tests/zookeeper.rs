@@ -167,6 +167,53 @@ fn crashes_and_reboots_are_explored_without_a_false_alarm() {
     assert_established_ensemble(&paths[2]);
 }
 
+/// Every event is reported before its node says done (the hook's quiescence is exact), and
+/// the JSON summary says where the time went: a start per path, one settle time per enabled
+/// event, one per crash or reboot, and parts that fit in the total.
+#[test]
+fn no_event_is_reported_late_and_the_time_breakdown_adds_up() {
+    let _one = one_cluster();
+    let d = tmp();
+    let ran = run_zk(
+        d.path(),
+        "le-3crash",
+        3,
+        &["--save-paths", "--json", "summary.json"],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    assert!(
+        ran.stdout.contains("time per path: total "),
+        "{}",
+        ran.stdout
+    );
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(s["late_reports"], 0, "{s}");
+    let t = &s["timing"];
+    let n = |k: &str| t[k].as_u64().unwrap_or_else(|| panic!("{k} in {t}"));
+    assert_eq!(n("paths"), 3);
+    let faults: u64 = saved_paths(d.path())
+        .iter()
+        .flat_map(event_names)
+        .filter(|e| e.starts_with("crash") || e.starts_with("reboot"))
+        .count() as u64;
+    assert_eq!(n("faults"), faults, "{t}");
+    // A cache hit at a path's last step is never waited for, so it has no settle time.
+    let settled = t["settle"]["count"].as_u64().unwrap();
+    let events = s["events"].as_u64().unwrap();
+    assert!(
+        settled + faults <= events && settled + faults + 3 >= events,
+        "{s}"
+    );
+    assert!(n("start_us") > 0 && n("stop_us") > 0, "{t}");
+    assert!(
+        n("start_us") + n("settle_us") + n("faults_us") + n("stop_us") <= n("total_us"),
+        "{t}"
+    );
+    assert!(n("settle_median_us") <= n("settle_p90_us"), "{t}");
+}
+
 /// A random walk with crashes and reboots leaves learners waiting on a node that went back to
 /// electing before it answered them; their socket's read timeout (a flymc timer) lets them
 /// give up and the fair continuation elect a leader. Without it seed 1 raised a false

@@ -229,23 +229,47 @@ fn prepare_node(
     Ok(())
 }
 
+/// The class path of a node of `variant`.
+pub fn class_path(variant: &str) -> String {
+    let mut cp = Vec::new();
+    if variant != "3.8.0" {
+        cp.push(variant_dir(variant).join("classes").display().to_string());
+    }
+    cp.push(java_dir().join("flymc-zk.jar").display().to_string());
+    cp.push(zookeeper_jar().display().to_string());
+    cp.push(SLF4J_SIMPLE.to_string());
+    cp.join(":")
+}
+
 /// The JVM command line of one node (paths are the same on the host and in containers).
 pub fn java_args(l: &Launch, p: &ZkParams) -> Vec<String> {
     let data = &l.slot().data_dir;
     let run_dir = data.parent().unwrap_or(data);
     let jars = java_dir();
-    let mut cp = Vec::new();
-    if p.variant != "3.8.0" {
-        cp.push(
-            variant_dir(&p.variant)
-                .join("classes")
-                .display()
-                .to_string(),
-        );
-    }
-    cp.push(jars.join("flymc-zk.jar").display().to_string());
-    cp.push(zookeeper_jar().display().to_string());
-    cp.push(SLF4J_SIMPLE.to_string());
+    let mut args = jvm_flags(&p.log);
+    args.extend([
+        format!(
+            "-javaagent:{}={}",
+            jars.join("flymc-hook.jar").display(),
+            run_dir.join("flymc-hook.json").display()
+        ),
+        "-cp".into(),
+        class_path(&p.variant),
+        "org.apache.zookeeper.server.quorum.QuorumPeerMain".into(),
+        data.join("zoo.cfg").display().to_string(),
+    ]);
+    args
+}
+
+/// The class-data-sharing archive of a node's JVM for `variant`, if setup made one (see
+/// [`setup::build_cds_archive`]; it was dumped with the class path of 3.8.0).
+pub fn cds_archive(variant: &str) -> Option<PathBuf> {
+    let a = java_dir().join(setup::CDS_ARCHIVE);
+    (variant == "3.8.0" && a.is_file()).then_some(a)
+}
+
+/// The JVM options every node starts with (and the CDS archive is dumped with).
+pub fn jvm_flags(log: &str) -> Vec<String> {
     vec![
         "-XX:+UseSerialGC".into(),
         "-XX:TieredStopAtLevel=1".into(),
@@ -258,17 +282,8 @@ pub fn java_args(l: &Launch, p: &ZkParams) -> Vec<String> {
         "-Dzookeeper.commitProcessor.numWorkerThreads=0".into(),
         "-Dzookeeper.learner.closeSocketAsync=false".into(),
         "-Dzookeeper.leader.closeSocketAsync=false".into(),
-        format!("-Dorg.slf4j.simpleLogger.defaultLogLevel={}", p.log),
+        format!("-Dorg.slf4j.simpleLogger.defaultLogLevel={log}"),
         "-Dorg.slf4j.simpleLogger.showDateTime=true".into(),
-        format!(
-            "-javaagent:{}={}",
-            jars.join("flymc-hook.jar").display(),
-            run_dir.join("flymc-hook.json").display()
-        ),
-        "-cp".into(),
-        cp.join(":"),
-        "org.apache.zookeeper.server.quorum.QuorumPeerMain".into(),
-        data.join("zoo.cfg").display().to_string(),
     ]
 }
 
@@ -311,6 +326,10 @@ impl ZookeeperSystem {
             BackendKind::Docker => PathBuf::from("java"),
         };
         let ports: PortMap = Arc::new(Mutex::new(HashMap::new()));
+        let cds = match self.options.backend {
+            BackendKind::Local => cds_archive(&p.variant),
+            BackendKind::Docker => None,
+        };
         let settle = Duration::from_millis(p.settle_timeout_ms);
         let clients = p.requests();
         let cfg = RealConfig::new(SYSTEM_NAME, move |l: &Launch| {
@@ -344,6 +363,12 @@ impl ZookeeperSystem {
             }
             let mut c = NodeCommand::new(&java);
             c.args = java_args(l, &p);
+            // Local nodes start from the class-data-sharing archive when setup made one (the
+            // image's JVM is another build: its nodes start without).
+            if let Some(a) = cds.as_ref() {
+                c.args
+                    .insert(0, format!("-XX:SharedArchiveFile={}", a.display()));
+            }
             c
         })
         .settle_timeout(settle)

@@ -8,7 +8,10 @@ use std::process::Command;
 use flymc_java_hook::{jar, javac, ASM};
 use flymc_real::which;
 
-use super::{java_dir, variant_dir, ZOOKEEPER_JAR};
+use super::{class_path, java_dir, jvm_flags, variant_dir, ZOOKEEPER_JAR};
+
+/// The class-data-sharing archive of the node JVMs, in the jar folder.
+pub const CDS_ARCHIVE: &str = "zookeeper.jsa";
 
 /// The node image `--backend docker` runs (built by `flymc setup zookeeper --docker`).
 pub const IMAGE: &str = "flymc/zookeeper:3.8.0";
@@ -91,6 +94,9 @@ pub fn setup(docker: bool, say: &mut dyn FnMut(&str)) -> Result<(), SetupError> 
         say("Java, ZooKeeper 3.8.0 and ASM are installed");
     }
     build_jars(say)?;
+    if let Err(e) = build_cds_archive(say) {
+        say(&e.to_string());
+    }
     build_variant_1419(say)?;
     if docker {
         flymc_real::cluster::docker::build_image(IMAGE, IMAGE_PACKAGES, say)
@@ -119,6 +125,91 @@ pub fn build_jars(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
     )?;
     jar(None, &zclasses, &out.join("flymc-zk.jar"))?;
     say(&format!("built the Java hook in {}", out.display()));
+    Ok(())
+}
+
+/// A class-data-sharing archive of what a node's JVM loads until its first election round
+/// (JDK 17 dynamic CDS: `-XX:ArchiveClassesAtExit`), so nodes start from mapped classes instead
+/// of parsing and verifying them on every start. Dumped from one node of a three-node quorum
+/// (the others never start: it stays LOOKING), ended once it has handled its own notification.
+/// The archive records the jars it was made from; rebuilt jars make the JVM ignore it until
+/// setup runs again.
+pub fn build_cds_archive(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
+    let io = |what: &str, e: std::io::Error| SetupError(format!("CDS archive: {what}: {e}"));
+    let out = java_dir().join(CDS_ARCHIVE);
+    let partial = out.with_extension("jsa.tmp");
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_file(&partial);
+    let tmp = tempfile::tempdir().map_err(|e| io("temporary directory", e))?;
+    let data = tmp.path().join("n0");
+    std::fs::create_dir(&data).map_err(|e| io("data directory", e))?;
+    let port = || -> Result<u16, SetupError> {
+        std::net::TcpListener::bind(("127.0.0.1", 0))
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .map_err(|e| io("a free port", e))
+    };
+    let mut cfg = format!(
+        "tickTime=10000000\ninitLimit=10\nsyncLimit=5\ndataDir={}\nclientPort={}\n\
+         clientPortAddress=127.0.0.1\nadmin.enableServer=false\nstandaloneEnabled=false\n\
+         reconfigEnabled=false\n",
+        data.display(),
+        port()?
+    );
+    for i in 1..=3 {
+        cfg += &format!("server.{i}=127.0.0.1:{}:{}\n", port()?, port()?);
+    }
+    std::fs::write(data.join("zoo.cfg"), cfg).map_err(|e| io("zoo.cfg", e))?;
+    std::fs::write(data.join("myid"), "1\n").map_err(|e| io("myid", e))?;
+    let log_path = tmp.path().join("node.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| io("node log", e))?;
+    let java = which("java").unwrap_or_else(|| PathBuf::from("java"));
+    let mut child = Command::new(java)
+        .arg(format!("-XX:ArchiveClassesAtExit={}", partial.display()))
+        .args(jvm_flags("info"))
+        .arg("-cp")
+        .arg(class_path("3.8.0"))
+        .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+        .arg(data.join("zoo.cfg"))
+        .stdout(log.try_clone().map_err(|e| io("node log", e))?)
+        .stderr(log)
+        .spawn()
+        .map_err(|e| io("cannot start java", e))?;
+    // Its own notification has been handled: election is under way, its classes are loaded.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let started = loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if text.contains("Notification: my state:LOOKING") {
+            break true;
+        }
+        if std::time::Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50)); // polling the node's log
+    };
+    // SIGTERM: the JVM's orderly exit writes the archive.
+    // SAFETY: plain syscall on our own child.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let _ = child.wait();
+    if !started || !partial.is_file() {
+        let _ = std::fs::remove_file(&partial);
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return err(format!(
+            "CDS archive: the ZooKeeper node did not start an election (last line of its log: {last}); nodes start without it"
+        ));
+    }
+    std::fs::rename(&partial, &out).map_err(|e| io("rename", e))?;
+    say(&format!(
+        "built the class-data-sharing archive {}",
+        out.display()
+    ));
     Ok(())
 }
 

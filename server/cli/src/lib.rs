@@ -1,5 +1,6 @@
 //! The `flymc` command line's library: the one table of systems flymc knows ([`systems`]),
-//! `flymc bench` ([`bench`], [`hookbench`] with its [`demo`] system) and the progress display.
+//! `flymc bench` ([`bench`], [`hookbench`] with its [`demo`] system), the progress display and
+//! the run's [`summary`].
 //! The work itself lives in the crates it names: `flymc-core` (executor, explore loop, path
 //! files, replay), `flymc-strategies`, `flymc-real` (event server, backends) and one crate per
 //! system under `integrations/`.
@@ -8,4 +9,5 @@ pub mod bench;
 pub mod demo;
 pub mod hookbench;
 pub mod progress;
+pub mod summary;
 pub mod systems;

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use flymc::progress::Reporter;
+use flymc::summary;
 use flymc::systems;
 use flymc_core::explore::{explore_with, ExploreConfig};
 use flymc_core::pathfile::PathFile;
@@ -157,6 +158,9 @@ struct RunArgs {
     /// what the checker did; one file per path).
     #[arg(long)]
     save_paths: bool,
+    /// Also write the summary as JSON (paths, states, late reports, where the time went).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
     /// Where real nodes run: local processes on 127.0.k.x or Docker containers.
     #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
     backend: String,
@@ -444,12 +448,12 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     };
     let stats = &outcome.stats;
     let mut summary = format!(
-        "summary: {} paths, {} events, {} unique states, {:.2} s ({:.0} paths/s), queue left {}",
+        "summary: {} paths, {} events, {} unique states, {:.2} s ({} paths/s), queue left {}",
         outcome.paths,
         outcome.events,
         outcome.unique_states.len(),
         secs,
-        outcome.paths as f64 / secs.max(1e-9),
+        summary::paths_per_sec(outcome.paths, secs),
         strat.queue_len(),
     );
     let lookups = outcome.cache_hits + outcome.cache_misses;
@@ -477,6 +481,19 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         );
     }
     println!("{summary}");
+    println!("{}", summary::time_line(&outcome.timing));
+    if let Some(file) = &args.json {
+        let s = summary::RunSummary::new(
+            &outcome,
+            system.name(),
+            &workload.name,
+            &args.strategy,
+            args.seed,
+        );
+        std::fs::write(file, serde_json::to_string_pretty(&s)? + "\n").map_err(|e| {
+            anyhow::anyhow!("cannot write the JSON summary to {}: {e}", file.display())
+        })?;
+    }
     Ok(code)
 }
 

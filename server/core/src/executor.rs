@@ -6,7 +6,9 @@
 //! ends when nothing is enabled, on a violation, or at the workload's event limit; liveness
 //! properties are checked on the state it ends in. This is mechanism only: which event comes
 //! next when the prefix names none is the order's choice, and the plan's sleep set a filter
-//! over it.
+//! over it. It also measures where the path's time goes ([`crate::timing`]).
+
+use std::time::Instant;
 
 use std::sync::Arc;
 
@@ -73,14 +75,18 @@ impl<'a> Executor<'a> {
         dep: Option<&mut dyn Dependence>,
         snaps: Option<&mut Snapshots>,
     ) -> Result<Run, ExecError> {
+        let began = Instant::now();
         let result = self
             .run_inner(target, plan, cache, dep, snaps)
             .map(|mut run| {
                 run.late_reports = target.late_reports();
                 run
             });
+        let stopping = Instant::now();
         let stopped = target.stop();
-        let run = result?;
+        let mut run = result?;
+        run.timing.record_stop(stopping.elapsed());
+        run.timing.record_total(began.elapsed());
         stopped.map_err(|source| ExecError::Target {
             step: run.steps.len(),
             source,
@@ -141,6 +147,10 @@ struct Running<'r, 'c> {
     /// The snapshot the target was restored at: its first `depth()` steps are taken from what
     /// the run that took it saw, not from the target.
     restored: Option<Arc<Prefix>>,
+    /// The step being timed: when its event was applied, whether it is a fault, whether the
+    /// plan's prefix named it. It ends when the cluster has settled, which under a cache hit is
+    /// only known at the next step's `pending`.
+    timing: Option<(Instant, bool, bool)>,
 }
 
 impl<'r, 'c> Running<'r, 'c> {
@@ -155,6 +165,7 @@ impl<'r, 'c> Running<'r, 'c> {
     ) -> Result<Self, ExecError> {
         let w = exec.workload;
         let err = |source| ExecError::Target { step: 0, source };
+        let began = Instant::now();
         let restored = match snaps.as_deref_mut() {
             Some(s) => restore(target, w, plan, s),
             None => None,
@@ -167,6 +178,12 @@ impl<'r, 'c> Running<'r, 'c> {
             }
         };
         let props = exec.system.properties(w);
+        let mut timing = crate::timing::PathTiming::default();
+        if restored.is_some() {
+            timing.record_restore(began.elapsed());
+        } else {
+            timing.record_start(began.elapsed());
+        }
         Ok(Running {
             workload: w,
             target,
@@ -189,9 +206,11 @@ impl<'r, 'c> Running<'r, 'c> {
                 diverged_at: None,
                 crash_loses_sent: exec.system.crash_loses_sent(),
                 late_reports: 0,
+                timing,
             },
             snaps,
             restored,
+            timing: None,
         })
     }
 
@@ -292,6 +311,7 @@ impl<'r, 'c> Running<'r, 'c> {
             Some(p) => p.pending(step),
             None => self.target.pending(),
         };
+        self.step_timed();
         let mut enabled = self.clocks.enabled(pending);
         self.faults.add_candidates(&mut enabled, &self.clocks);
         enabled
@@ -338,11 +358,15 @@ impl<'r, 'c> Running<'r, 'c> {
     ) -> Result<Flow, ExecError> {
         let event = enabled[chosen].event.clone();
         let vc = self.clocks.step(&enabled[chosen]);
+        // The prefix cursor has moved past this step's event if the prefix named it.
+        let prefix = self.cursor > 0 && self.plan.prefix.get(self.cursor - 1) == Some(&event.id);
+        self.timing = Some((Instant::now(), event.is_fault(), prefix));
         let before = *self.run.hashes.last().expect("initial state");
         let cached = self
             .cache
             .as_deref_mut()
             .and_then(|c| c.lookup(before, event.id));
+        let hit = cached.is_some();
         // With a cached S' the executor need not wait for the target to settle; a simulated
         // target settles instantly, so we still read it and only count the hit.
         let settled = match self.replaying(step) {
@@ -359,6 +383,11 @@ impl<'r, 'c> Running<'r, 'c> {
                 None => self.target.settle().map(|s| (s, None)),
             }),
         };
+        // A cache hit waits for the cluster at the next step's `pending`; a failed step's
+        // time is no settle time.
+        if !hit && settled.is_ok() {
+            self.step_timed();
+        }
         let (state, was_cached) = match settled {
             Ok(s) => s,
             Err(TargetError::Hang { node, millis }) => {
@@ -435,6 +464,13 @@ impl<'r, 'c> Running<'r, 'c> {
         self.run.violation = Some(v);
         self.run.ending = Ending::Violation;
         true
+    }
+
+    /// The step being timed has settled.
+    fn step_timed(&mut self) {
+        if let Some((began, fault, prefix)) = self.timing.take() {
+            self.run.timing.record_step(began.elapsed(), fault, prefix);
+        }
     }
 
     /// Judge liveness on the state the run ended in; a sleep-blocked run did not end, so its

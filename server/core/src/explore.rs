@@ -15,6 +15,7 @@ use crate::plan::{Plan, Tail};
 use crate::run::Run;
 use crate::snapshots::{SnapshotStats, Snapshots};
 use crate::strategy::{Strategy, StrategyStats};
+use crate::timing::TimingTotals;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExploreError {
@@ -98,6 +99,8 @@ pub struct Outcome {
     pub late_reports: u64,
     pub events: u64,
     pub snapshots: SnapshotStats,
+    /// Where the paths' time went ([`Run::timing`], summed).
+    pub timing: TimingTotals,
 }
 
 pub fn explore(
@@ -193,6 +196,7 @@ pub fn explore_with(
         events: 0,
         other_violations: 0,
         snapshots: SnapshotStats::default(),
+        timing: TimingTotals::default(),
     };
     jobs::scoped(targets, work, |pool| -> Result<(), ExploreError> {
         // Handed out, not yet observed, in path order; and runs that finished ahead of their turn.
@@ -228,6 +232,7 @@ pub fn explore_with(
             };
             let run = done.run?;
             out.snapshots.add(&done.snapshots);
+            out.timing.add(&run.timing);
             if let Some(view) = done.view {
                 out.cache_hits += view.hits;
                 out.cache_misses += view.misses;

@@ -5,8 +5,9 @@
 //! [`strategy::Strategy`] decides which paths to run; [`explore`] is the loop between them
 //! (several paths at once, on targets of their own, with `--jobs`); the [`cache`] stands in
 //! for re-running a step whose result is known; [`dependence`] judges which events race
-//! (sleep sets);
-//! [`pathfile`] writes and reads the paths that [`replay`] re-executes; [`workloads`] finds the
+//! (sleep sets); [`snapshots`] start paths from their prefix's snapshot; [`timing`] says where a
+//! path's time went; [`pathfile`] writes and reads the paths that [`replay`] re-executes;
+//! [`workloads`] finds the
 //! workload files the command line names.
 
 pub mod cache;
@@ -24,6 +25,7 @@ pub mod run;
 mod sleepset;
 pub mod snapshots;
 pub mod strategy;
+pub mod timing;
 pub mod workloads;
 
 #[cfg(any(test, feature = "testkit"))]

@@ -6,6 +6,8 @@
 use flymc_model::{Event, EventId, GlobalState, VectorClock, Violation};
 use serde::{Deserialize, Serialize};
 
+use crate::timing::PathTiming;
+
 /// An event as it was enabled in a step, with its causal position.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Enabled {
@@ -82,6 +84,9 @@ pub struct Run {
     /// [`Target::late_reports`] of this run.
     #[serde(default)]
     pub late_reports: u64,
+    /// Where this path's wall-clock time went.
+    #[serde(default)]
+    pub timing: PathTiming,
 }
 
 impl Run {

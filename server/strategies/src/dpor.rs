@@ -400,6 +400,7 @@ mod tests {
             diverged_at: None,
             crash_loses_sent: false,
             late_reports: 0,
+            timing: Default::default(),
         }
     }
 

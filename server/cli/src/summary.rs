@@ -1,0 +1,169 @@
+//! What `flymc run` says at the end, for people (the time line under the summary) and as JSON
+//! (`--json FILE`).
+
+use flymc_core::explore::Outcome;
+use flymc_core::timing::TimingTotals;
+use serde::Serialize;
+
+/// Paths per second with a decimal, so slow real-cluster runs do not read "0 paths/s".
+pub fn paths_per_sec(paths: u64, secs: f64) -> String {
+    let r = paths as f64 / secs.max(1e-9);
+    if r < 10.0 {
+        format!("{r:.2}")
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+/// A duration in seconds, or in milliseconds below one (simulated paths take microseconds).
+fn secs(us: u64) -> String {
+    if us >= 1_000_000 {
+        format!("{:.2} s", us as f64 / 1e6)
+    } else {
+        format!("{:.1} ms", us as f64 / 1e3)
+    }
+}
+
+fn ms(us: Option<u64>) -> String {
+    match us {
+        None => "-".into(),
+        Some(us) if us < 1000 => format!("{:.2} ms", us as f64 / 1e3),
+        Some(us) => format!("{:.1} ms", us as f64 / 1e3),
+    }
+}
+
+/// `time: start 1.21 s, prefix ..., ...`: where the paths' time went, per path on average.
+pub fn time_line(t: &TimingTotals) -> String {
+    let n = t.paths.max(1);
+    let per = |us: u64| secs(us / n);
+    let mut line = format!(
+        "time per path: total {}, start {}",
+        per(t.total_us),
+        per(t.start_us)
+    );
+    if t.restore_us > 0 {
+        line += &format!(", restore {}", per(t.restore_us));
+    }
+    line += &format!(
+        ", events {} ({} per path, settle median {}, p90 {})",
+        per(t.settle_us),
+        t.settle.count() / n,
+        ms(t.settle_median_us()),
+        ms(t.settle_p90_us()),
+    );
+    if t.faults > 0 {
+        line += &format!(
+            ", crash/reboot {} ({:.1} per path)",
+            per(t.faults_us),
+            t.faults as f64 / n as f64
+        );
+    }
+    if t.prefix_us > 0 {
+        line += &format!(", of which the plan's prefix {}", per(t.prefix_us));
+    }
+    line += &format!(", stop {}", per(t.stop_us));
+    line
+}
+
+/// The JSON summary of a run (`flymc run --json FILE`).
+#[derive(Serialize)]
+pub struct RunSummary<'a> {
+    pub version: u32,
+    pub system: &'a str,
+    pub workload: &'a str,
+    pub strategy: &'a str,
+    pub seed: u64,
+    pub paths: u64,
+    pub events: u64,
+    pub unique_states: usize,
+    pub exhausted: bool,
+    /// The path number of the violation, if one was found.
+    pub violation_path: Option<u64>,
+    pub elapsed_s: f64,
+    pub paths_per_sec: f64,
+    pub late_reports: u64,
+    pub late_paths: u64,
+    pub diverged: u64,
+    pub timing: TimingJson<'a>,
+}
+
+/// [`TimingTotals`] with the quantiles worked out.
+#[derive(Serialize)]
+pub struct TimingJson<'a> {
+    #[serde(flatten)]
+    pub totals: &'a TimingTotals,
+    pub settle_median_us: Option<u64>,
+    pub settle_p90_us: Option<u64>,
+}
+
+impl<'a> RunSummary<'a> {
+    pub fn new(
+        outcome: &'a Outcome,
+        system: &'a str,
+        workload: &'a str,
+        strategy: &'a str,
+        seed: u64,
+    ) -> RunSummary<'a> {
+        let secs = outcome.elapsed.as_secs_f64();
+        RunSummary {
+            version: 1,
+            system,
+            workload,
+            strategy,
+            seed,
+            paths: outcome.paths,
+            events: outcome.events,
+            unique_states: outcome.unique_states.len(),
+            exhausted: outcome.exhausted,
+            violation_path: outcome.violation.as_ref().map(|(n, _)| *n),
+            elapsed_s: secs,
+            paths_per_sec: outcome.paths as f64 / secs.max(1e-9),
+            late_reports: outcome.late_reports,
+            late_paths: outcome.late_paths,
+            diverged: outcome.diverged,
+            timing: TimingJson {
+                totals: &outcome.timing,
+                settle_median_us: outcome.timing.settle_median_us(),
+                settle_p90_us: outcome.timing.settle_p90_us(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flymc_core::timing::PathTiming;
+    use std::time::Duration;
+
+    #[test]
+    fn slow_runs_keep_their_decimals() {
+        assert_eq!(paths_per_sec(5, 16.2), "0.31");
+        assert_eq!(paths_per_sec(89, 2.05), "43.4");
+    }
+
+    #[test]
+    fn the_time_line_averages_per_path() {
+        let mut t = TimingTotals::default();
+        for _ in 0..2 {
+            let mut p = PathTiming::default();
+            p.record_start(Duration::from_millis(1200));
+            p.record_step(Duration::from_millis(20), false, false);
+            p.record_step(Duration::from_millis(500), true, false);
+            p.record_stop(Duration::from_millis(100));
+            p.record_total(Duration::from_millis(1900));
+            t.add(&p);
+        }
+        let line = time_line(&t);
+        assert!(line.contains("total 1.90 s, start 1.20 s"), "{line}");
+        assert!(
+            line.contains("events 20.0 ms (1 per path, settle median 20."),
+            "{line}"
+        );
+        assert!(
+            line.contains("crash/reboot 500.0 ms (1.0 per path)"),
+            "{line}"
+        );
+        assert!(!line.contains("prefix"), "{line}");
+    }
+}
