@@ -360,7 +360,10 @@ impl<'r, 'c> Running<'r, 'c> {
         let vc = self.clocks.step(&enabled[chosen]);
         // The prefix cursor has moved past this step's event if the prefix named it.
         let prefix = self.cursor > 0 && self.plan.prefix.get(self.cursor - 1) == Some(&event.id);
-        self.timing = Some((Instant::now(), event.is_fault(), prefix));
+        // A step taken from a restored snapshot costs nothing to time.
+        if self.replaying(step).is_none() {
+            self.timing = Some((Instant::now(), event.is_fault(), prefix));
+        }
         let before = *self.run.hashes.last().expect("initial state");
         let cached = self
             .cache
