@@ -263,7 +263,7 @@ fn one_job_explores_what_the_loop_explored_before_jobs() {
         let exec = flymc_core::executor::Executor::new(sys.as_ref(), &w);
         let mut target = sys.target(&w).unwrap();
         let mut want = Vec::new();
-        let mut cache = flymc_core::cache::StateEventCache::new();
+        let cache = flymc_core::cache::StateEventCache::new();
         while want.len() < 60 {
             let Some(plan) = s.next_plan() else { break };
             let mut view = cache.view(want.len() as u64);
