@@ -119,8 +119,10 @@ impl Strategy for Dfs {
         let n = run.steps.len();
         let spent = spent_after(run, n);
         let key = |i: usize| (run.hashes[i], spent[i].0, spent[i].1);
+        // A run that ended in a hang has no state after its last step.
+        let settled = run.hashes.len() - 1;
         if !self.stateless {
-            for (i, step) in run.steps.iter().enumerate() {
+            for (i, step) in run.steps.iter().enumerate().take(settled) {
                 self.succ
                     .insert((key(i), content(step.event())), run.hashes[i + 1]);
             }
@@ -128,7 +130,7 @@ impl Strategy for Dfs {
         // Branches at step `i` (or, at `i == n`, the faults a FIFO tail left untaken at the end:
         // they are choices too), shallow first onto the stack so the deepest pops first.
         let mut branches = Vec::new();
-        for i in plan.prefix.len().min(n)..=n {
+        for i in plan.prefix.len().min(n)..=settled.min(n) {
             if !self.stateless && !self.expanded.insert(key(i)) {
                 // Everything from here on was or will be explored from the first visit.
                 break;

@@ -317,3 +317,45 @@ fn faults_keeps_the_default_order_of_everything_but_faults() {
     // that meet a fault state already tried: fewer runs than stateful DFS, which also reorders.
     assert!(out.paths < count("dfs", &w).0, "{}", out.paths);
 }
+
+#[test]
+fn a_run_that_ended_in_a_hang_is_learnt_from_up_to_the_step_that_hung() {
+    use flymc_core::executor::Executor;
+    use flymc_core::plan::Plan;
+    use flymc_core::run::Ending;
+    use flymc_model::System;
+    // Three concurrent requests; pretend the cluster hung after the second.
+    let w = workload(2, "[[0, -1], [1, -1], [1, -1]]", "");
+    let mut target = TinySystem.target(&w).unwrap();
+    let mut run = Executor::new(&TinySystem, &w)
+        .run(target.as_mut(), &Plan::fifo(Vec::new()), None)
+        .unwrap();
+    run.steps.truncate(2);
+    run.states.truncate(2);
+    run.hashes.truncate(2);
+    run.ending = Ending::Hang { step: 1 };
+    for stateless_dfs in [false, true] {
+        let ctx = StrategyContext {
+            workload: &w,
+            symmetry: Symmetry::none(),
+            seed: 1,
+            bound: 25,
+            stateless_dfs,
+            sets: None,
+            flymc: FlymcOptions::default(),
+            fault_vars: None,
+        };
+        let mut dfs = build("dfs", &ctx).unwrap();
+        let first = dfs.next_plan().unwrap();
+        dfs.observe(&first, &run);
+        // The hung step's alternative (the other request at n1) is still a branch.
+        let hung = run.steps[1].event().id;
+        let mut alternatives = Vec::new();
+        while let Some(p) = dfs.next_plan() {
+            if p.prefix.len() == 2 {
+                alternatives.push(p.prefix[1]);
+            }
+        }
+        assert!(!alternatives.is_empty() && !alternatives.contains(&hung));
+    }
+}
