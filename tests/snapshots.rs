@@ -66,7 +66,7 @@ impl Target for Replaying {
     }
     fn restore(&mut self, w: &Workload, key: u64) -> Result<bool, TargetError> {
         self.restores += 1;
-        if let Some(n) = self.fail_every.filter(|n| self.restores % n == 0) {
+        if let Some(n) = self.fail_every.filter(|n| self.restores.is_multiple_of(*n)) {
             if (self.restores / n) % 2 == 1 {
                 return Err(TargetError::Other("restore failed (test)".into()));
             }

@@ -134,7 +134,7 @@ impl SleepSets {
         // here, unless someone between the strategy and the loop dropped older plans (a
         // filtering wrapper): those will never be observed.
         let handed = match self.handed.iter().position(|h| h.plan == *plan) {
-            Some(i) => self.handed.drain(..=i).last().and_then(|h| h.set),
+            Some(i) => self.handed.drain(..=i).next_back().and_then(|h| h.set),
             None => None,
         };
         self.crash_loses_sent = run.crash_loses_sent;
