@@ -55,16 +55,9 @@ const SLF4J_SIMPLE: &str = "/usr/share/java/slf4j-simple.jar";
 /// a run; the timeouts the workloads depend on are flymc timers (hooks.toml).
 const TICK_MS: u64 = 10_000_000;
 
-/// Where `flymc setup zookeeper` puts the built jars: `$FLYMC_CACHE`, else `~/.cache/flymc`.
-pub fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("FLYMC_CACHE") {
-        return PathBuf::from(d);
-    }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    home.join(".cache").join("flymc")
-}
+/// Where `flymc setup` keeps what it builds (the jars here): `$FLYMC_CACHE`, else
+/// `~/.cache/flymc`.
+pub use flymc_real::snapshot::cache_dir;
 
 pub fn java_dir() -> PathBuf {
     cache_dir().join("java")
