@@ -50,6 +50,24 @@ impl Shared {
         out
     }
 
+    /// Wait for the next change of the run state, until `deadline`; past it, the state back
+    /// as `Err`.
+    fn wait_changed<'a>(
+        &'a self,
+        st: MutexGuard<'a, RunState>,
+        deadline: Instant,
+    ) -> Result<MutexGuard<'a, RunState>, MutexGuard<'a, RunState>> {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(st);
+        }
+        Ok(self
+            .changed
+            .wait_timeout(st, deadline - now)
+            .unwrap_or_else(|p| p.into_inner())
+            .0)
+    }
+
     pub(crate) fn notify(&self, node: usize) -> Arc<Notify> {
         if node >= MAX_NODES {
             return Arc::new(Notify::new());
@@ -211,17 +229,10 @@ impl EventServer {
                 Ok(()) => return Ok(()),
                 Err(exited @ Unquiet::Exited(..)) => return Err((exited, String::new())),
                 Err(Unquiet::Busy(n)) => {
-                    let now = Instant::now();
-                    if now >= deadline {
+                    st = self.shared.wait_changed(st, deadline).map_err(|st| {
                         let detail = st.busy_with(n);
-                        return Err((Unquiet::Busy(n), detail));
-                    }
-                    st = self
-                        .shared
-                        .changed
-                        .wait_timeout(st, deadline - now)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
+                        (Unquiet::Busy(n), detail)
+                    })?;
                 }
             }
         }
@@ -247,21 +258,14 @@ impl EventServer {
                 st.end_pause();
                 return Err((format!("node n{n} exited while pausing ({how})"), paused));
             }
-            let now = Instant::now();
-            if now >= deadline {
+            st = self.shared.wait_changed(st, deadline).map_err(|mut st| {
                 let paused = st.paused_nodes();
                 st.end_pause();
-                return Err((
+                (
                     format!("the nodes did not pause within {} ms", timeout.as_millis()),
                     paused,
-                ));
-            }
-            st = self
-                .shared
-                .changed
-                .wait_timeout(st, deadline - now)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+                )
+            })?;
         }
         Ok(asked)
     }
