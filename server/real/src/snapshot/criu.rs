@@ -2,7 +2,9 @@
 //!
 //! A dump leaves the node running (`--leave-running`), keeps its established TCP connections
 //! (`--tcp-established`; loopback peers restore fine) and does not lock the network (nothing
-//! else must stop). The node's data directory and log are copied by a post-dump action script,
+//! else must stop). Not locking it means a segment in flight between two nodes at the dump can be
+//! acknowledged to a side already dumped and so be lost on restore: flymc dumps only quiescent
+//! nodes, whose intercepted traffic is held in the hook, not in the socket. The node's data directory and log are copied by a post-dump action script,
 //! which CRIU runs while the processes are still frozen: CRIU restores files open for writing
 //! only at their dump-time size, so these copies go back in place before the restore. A restore
 //! starts the tree next to CRIU (`--restore-sibling`), that is as a child of flymc's spawner
@@ -241,8 +243,8 @@ impl NodeImage {
     }
 }
 
-/// `cp -a`: keeps modes, times, symlinks and holes (preallocated logs stay sparse).
-fn cp(from: &Path, to: &Path) -> Result<(), SnapshotError> {
+/// `cp -a`: keeps modes, times, symlinks, named pipes and holes (preallocated logs stay sparse).
+pub(crate) fn cp(from: &Path, to: &Path) -> Result<(), SnapshotError> {
     let out = Command::new("cp")
         .args(["-a", "--reflink=auto", "--"])
         .arg(from)
