@@ -120,7 +120,14 @@ impl System for RaftSystem {
     }
 
     fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
-        Ok(Box::new(RealTarget::new(self.config(w)?)))
+        Ok(Box::new(RealTarget::with_backend(
+            self.config(w)?,
+            Box::new(self.options.local_backend()),
+        )))
+    }
+
+    fn snapshots(&self) -> bool {
+        self.options.can_snapshot()
     }
 
     fn properties(&self, _w: &Workload) -> Vec<Box<dyn Property>> {

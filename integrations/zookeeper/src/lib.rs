@@ -372,7 +372,7 @@ impl ZookeeperSystem {
 
     fn backend(&self) -> Result<Box<dyn Backend>, TargetError> {
         match self.options.backend {
-            BackendKind::Local => Ok(Box::new(flymc_real::cluster::local::LocalBackend::new())),
+            BackendKind::Local => Ok(Box::new(self.options.local_backend())),
             BackendKind::Docker => flymc_real::cluster::docker::DockerBackend::new(
                 &image(),
                 vec![cache_dir()],
@@ -435,6 +435,10 @@ impl System for ZookeeperSystem {
     fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
         let cfg = self.config(w)?;
         Ok(Box::new(RealTarget::with_backend(cfg, self.backend()?)))
+    }
+
+    fn snapshots(&self) -> bool {
+        self.options.can_snapshot()
     }
 
     fn properties(&self, w: &Workload) -> Vec<Box<dyn Property>> {

@@ -173,6 +173,10 @@ struct RunArgs {
     #[arg(long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=256))]
     jobs: u16,
+    /// Re-execute every path from the start instead of restoring cluster snapshots taken at
+    /// branch points (real nodes on the local backend, with CRIU from `flymc setup criu`).
+    #[arg(long)]
+    no_snapshots: bool,
     /// Sets file for samc and flymc (default: the one the system ships).
     #[arg(long, value_name = "FILE")]
     sets: Option<PathBuf>,
@@ -302,7 +306,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             addr.ip()
         );
     }
-    let options = systems::options(&args.backend, args.listen)?;
+    let options = systems::options(&args.backend, args.listen, !args.no_snapshots)?;
     let system = systems::find_with(&args.system, &options)?;
     let folder = workloads::folder(folder)?;
     let workload = workloads::load(&folder, system.name(), &args.workload)?;
@@ -333,6 +337,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         check_determinism: args.check_determinism,
         cache: !args.ablation.no_cache,
         jobs: args.jobs.into(),
+        snapshots: system.snapshots(),
         ..Default::default()
     };
     println!(
@@ -482,6 +487,9 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     }
     println!("{summary}");
     println!("{}", summary::time_line(&outcome.timing));
+    if cfg.snapshots {
+        println!("{}", summary::snapshot_line(&outcome.snapshots));
+    }
     if let Some(file) = &args.json {
         let s = summary::RunSummary::new(
             &outcome,

@@ -66,21 +66,27 @@ pub fn find_with(name: &str, options: &RealOptions) -> Result<Box<dyn System>, U
     Ok(s)
 }
 
-/// The options of a backend name (`local` or `docker`) and an event server address.
+/// The options of a backend name (`local` or `docker`), an event server address and whether to
+/// keep cluster snapshots.
 pub fn options(
     backend: &str,
     listen: Option<std::net::SocketAddr>,
+    snapshots: bool,
 ) -> Result<RealOptions, UnknownSystem> {
     let backend = BackendKind::parse(backend).ok_or_else(|| UnknownSystem {
         name: format!("backend {backend}"),
         valid: BackendKind::NAMES.into(),
     })?;
-    Ok(RealOptions { backend, listen })
+    Ok(RealOptions {
+        backend,
+        listen,
+        snapshots,
+    })
 }
 
 /// A system by name and backend name.
 pub fn find_on(name: &str, backend: &str) -> Result<Box<dyn System>, UnknownSystem> {
-    find_with(name, &options(backend, None)?)
+    find_with(name, &options(backend, None, false)?)
 }
 
 #[derive(Debug, thiserror::Error)]

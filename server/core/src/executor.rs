@@ -233,7 +233,10 @@ impl<'r, 'c> Running<'r, 'c> {
         let Some(key) = snaps.wanted(self.plan, &ids) else {
             return Ok(());
         };
-        match self.target.checkpoint(key) {
+        let began = std::time::Instant::now();
+        let taken = self.target.checkpoint(key);
+        self.run.timing.record_checkpoint(began.elapsed());
+        match taken {
             Ok(true) => snaps.insert(
                 key,
                 Prefix {

@@ -34,6 +34,11 @@ pub struct PathTiming {
     /// Crashes and reboots: from the kill or the launch until the cluster settled.
     pub faults_us: u64,
     pub faults: u32,
+    /// Taking snapshots at branch points (what later paths restore).
+    #[serde(default)]
+    pub checkpoint_us: u64,
+    #[serde(default)]
+    pub checkpoints: u32,
     /// Stopping the cluster.
     pub stop_us: u64,
     /// The whole path, from the start to the cluster stopped.
@@ -65,6 +70,11 @@ impl PathTiming {
 
     pub fn record_stop(&mut self, d: Duration) {
         self.stop_us += micros(d);
+    }
+
+    pub fn record_checkpoint(&mut self, d: Duration) {
+        self.checkpoint_us += micros(d);
+        self.checkpoints += 1;
     }
 
     pub fn record_total(&mut self, d: Duration) {
@@ -150,6 +160,10 @@ pub struct TimingTotals {
     pub settle: Histogram,
     pub faults_us: u64,
     pub faults: u64,
+    #[serde(default)]
+    pub checkpoint_us: u64,
+    #[serde(default)]
+    pub checkpoints: u64,
     pub stop_us: u64,
     pub total_us: u64,
 }
@@ -166,6 +180,8 @@ impl TimingTotals {
         }
         self.faults_us += t.faults_us;
         self.faults += t.faults as u64;
+        self.checkpoint_us += t.checkpoint_us;
+        self.checkpoints += t.checkpoints as u64;
         self.stop_us += t.stop_us;
         self.total_us += t.total_us;
     }

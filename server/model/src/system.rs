@@ -31,6 +31,11 @@ pub trait System: Send + Sync {
     fn runs_in_docker(&self) -> bool {
         false
     }
+    /// Whether its targets, as built, can checkpoint their cluster at branch points
+    /// ([`crate::Target::checkpoint`]); the explorer asks them to only then.
+    fn snapshots(&self) -> bool {
+        false
+    }
     /// Whether a crash loses what the node sent and flymc has not yet delivered (a Raft RPC
     /// that never left the process). Then a crash of a sender and the delivery of its message
     /// do not commute, although they happen at different nodes.

@@ -45,6 +45,20 @@ pub struct RealOptions {
     pub backend: BackendKind,
     /// Where the event server listens (default: 127.0.0.1 on a free port).
     pub listen: Option<SocketAddr>,
+    /// Keep cluster snapshots at branch points (local processes, with CRIU).
+    pub snapshots: bool,
+}
+
+impl RealOptions {
+    /// The local backend these options ask for.
+    pub fn local_backend(&self) -> cluster::local::LocalBackend {
+        cluster::local::LocalBackend::new().snapshots(self.snapshots)
+    }
+
+    /// Whether targets built with these options can take cluster snapshots.
+    pub fn can_snapshot(&self) -> bool {
+        self.snapshots && self.backend == BackendKind::Local
+    }
 }
 
 /// A program on `PATH`.

@@ -358,6 +358,15 @@ impl Target for RealTarget {
             return Ok(false);
         }
         self.srv()?;
+        // After a crash or a reboot nobody has waited for the cluster yet. A hang here is the
+        // next step's to report, as `pending` would.
+        if let Err(e) = self.quiet() {
+            self.deferred
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(e);
+            return Ok(false);
+        }
         let server = self.server.clone().expect("running");
         let paused = match server.pause(self.cfg.settle_timeout) {
             Ok(p) => p,

@@ -3,7 +3,10 @@
 //!
 //! With [`LocalBackend::namespaces`], each node starts as the first process of a PID and time
 //! namespace of its own, which lets CRIU dump it ([`Backend::dump`]) and restore it, even twice
-//! from one image ([`Backend::restore`]).
+//! from one image ([`Backend::restore`]). With [`LocalBackend::snapshots`] the backend also keeps
+//! whole-cluster snapshots ([`Checkpoints`]): every live node's image, and a copy of the rest of
+//! the run directory (crashed nodes' data, the hooks' resume pipes). A restore puts the run
+//! directory back at its old path, so the restored processes find their files where they were.
 //!
 //! `k` is the backend's own loopback block, 127.0.k.0/24, held for the backend's life: no two
 //! backends of one flymc share one, so clusters running side by side (`flymc run --jobs N`: one
@@ -21,8 +24,8 @@ use std::time::Duration;
 use flymc_model::NodeId;
 
 use super::procs;
-use super::{Backend, ClusterError, ExitListener, NodeCommand, NodeSlot};
-use crate::snapshot::{Criu, PendingSnapshot, Snapshot};
+use super::{Backend, Checkpoints, ClusterError, ExitListener, NodeCommand, NodeSlot};
+use crate::snapshot::{criu::cp, Criu, PendingSnapshot, Snapshot, SnapshotError, SnapshotStore};
 
 /// How long a SIGKILLed process may take to disappear before that is an error.
 const KILL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -70,7 +73,20 @@ pub struct LocalBackend {
     run_dir: Option<PathBuf>,
     slots: Vec<NodeSlot>,
     pids: HashMap<NodeId, u32>,
+    /// Cluster snapshots, when asked for and CRIU works here.
+    snaps: Option<Kept>,
 }
+
+/// The snapshots a backend keeps.
+struct Kept {
+    criu: Criu,
+    store: SnapshotStore,
+    /// The run each snapshot was taken in: its directory and slots.
+    runs: HashMap<u64, (PathBuf, Vec<NodeSlot>)>,
+}
+
+/// Inside a snapshot's directory: the run directory without the live nodes' own files.
+const REST: &str = "run";
 
 impl Default for LocalBackend {
     fn default() -> Self {
@@ -88,6 +104,7 @@ impl LocalBackend {
             run_dir: None,
             slots: Vec::new(),
             pids: HashMap::new(),
+            snaps: None,
         }
     }
 
@@ -107,6 +124,40 @@ impl LocalBackend {
     /// that it can be dumped and restored. Off by default.
     pub fn namespaces(mut self, on: bool) -> LocalBackend {
         self.namespaces = on;
+        self
+    }
+
+    /// Keep cluster snapshots ([`Backend::checkpoints`]); implies [`LocalBackend::namespaces`].
+    /// Where CRIU is not usable (not built, or `criu check` fails) the backend runs without,
+    /// and says so once per flymc process.
+    pub fn snapshots(mut self, on: bool) -> LocalBackend {
+        self.snaps = None;
+        if !on {
+            return self;
+        }
+        let store = usable_criu().and_then(|criu| {
+            SnapshotStore::new(None)
+                .map(|store| (criu, store))
+                .map_err(|e| e.to_string())
+        });
+        match store {
+            Ok((criu, store)) => {
+                self.namespaces = true;
+                self.snaps = Some(Kept {
+                    criu,
+                    store,
+                    runs: HashMap::new(),
+                });
+            }
+            Err(why) => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    eprintln!(
+                        "notice: no cluster snapshots, every path re-executes its prefix: {why}"
+                    )
+                });
+            }
+        }
         self
     }
 
@@ -283,6 +334,141 @@ impl Backend for LocalBackend {
             .map_err(|e| ClusterError(format!("cannot restore node n{node}: {e}")))?;
         self.pids.insert(node, pid);
         Ok(pid)
+    }
+
+    fn checkpoints(&mut self) -> Option<&mut dyn Checkpoints> {
+        if self.snaps.is_some() {
+            Some(self)
+        } else {
+            None
+        }
+    }
+}
+
+/// `criu check` once per flymc process: it takes a while and the answer does not change.
+fn usable_criu() -> Result<Criu, String> {
+    static CHECKED: OnceLock<Result<Criu, String>> = OnceLock::new();
+    CHECKED.get_or_init(Criu::usable).clone()
+}
+
+impl Checkpoints for LocalBackend {
+    fn dump(&mut self, key: u64, nodes: &[NodeId]) -> Result<bool, ClusterError> {
+        let Some(mut kept) = self.snaps.take() else {
+            return Ok(false);
+        };
+        let r = self.dump_run(&mut kept, key, nodes);
+        self.snaps = Some(kept);
+        r
+    }
+
+    fn restore(
+        &mut self,
+        key: u64,
+        nodes: &[(NodeId, u32)],
+        on_exit: ExitListener,
+    ) -> Result<Option<Vec<NodeSlot>>, ClusterError> {
+        let Some(mut kept) = self.snaps.take() else {
+            return Ok(None);
+        };
+        let r = self.restore_run(&mut kept, key, nodes, on_exit);
+        self.snaps = Some(kept);
+        r
+    }
+}
+
+impl LocalBackend {
+    fn dump_run(
+        &mut self,
+        kept: &mut Kept,
+        key: u64,
+        live: &[NodeId],
+    ) -> Result<bool, ClusterError> {
+        let Some(dir) = self.run_dir.clone() else {
+            return Err(ClusterError("no run to snapshot".into()));
+        };
+        let mut pending = match kept.store.begin() {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!("no snapshot: {e}");
+                return Ok(false);
+            }
+        };
+        for &n in live {
+            Backend::dump(self, n, &kept.criu, &mut pending)?;
+        }
+        // The rest of the run directory: crashed nodes' data and logs, the resume pipes.
+        // Nothing writes there now (the live nodes are paused, the others dead).
+        let own: Vec<&PathBuf> = live
+            .iter()
+            .filter_map(|&n| self.slots.get(n))
+            .flat_map(|s| [&s.data_dir, &s.log])
+            .collect();
+        let rest = pending.dir().join(REST);
+        let io =
+            |e: std::io::Error| ClusterError(format!("cannot snapshot {}: {e}", dir.display()));
+        std::fs::create_dir(&rest).map_err(io)?;
+        for entry in std::fs::read_dir(&dir).map_err(io)? {
+            let path = entry.map_err(io)?.path();
+            if !own.contains(&&path) {
+                cp(
+                    &path,
+                    &rest.join(path.file_name().expect("an entry has a name")),
+                )
+                .map_err(|e| ClusterError(format!("cannot snapshot the run: {e}")))?;
+            }
+        }
+        match kept.store.insert(u128::from(key), pending, Vec::new()) {
+            Ok(_) => {
+                kept.runs.insert(key, (dir, self.slots.clone()));
+                Ok(true)
+            }
+            Err(e @ SnapshotError::TooBig { .. }) => {
+                tracing::warn!("no snapshot: {e}");
+                Ok(false)
+            }
+            Err(e) => Err(ClusterError(format!("cannot keep a snapshot: {e}"))),
+        }
+    }
+
+    fn restore_run(
+        &mut self,
+        kept: &mut Kept,
+        key: u64,
+        live: &[(NodeId, u32)],
+        on_exit: ExitListener,
+    ) -> Result<Option<Vec<NodeSlot>>, ClusterError> {
+        let (Some(snap), Some((dir, slots))) = (
+            kept.store.get(u128::from(key)),
+            kept.runs.get(&key).cloned(),
+        ) else {
+            kept.runs.remove(&key);
+            return Ok(None);
+        };
+        self.stop()?;
+        let io = |e: std::io::Error| ClusterError(format!("cannot restore {}: {e}", dir.display()));
+        if dir.exists() {
+            // Kept by --keep-dirs: the restored run takes its place.
+            std::fs::remove_dir_all(&dir).map_err(io)?;
+        }
+        std::fs::create_dir(&dir).map_err(io)?;
+        procs::register_dir(&dir);
+        self.run_dir = Some(dir.clone());
+        self.slots = slots.clone();
+        for entry in std::fs::read_dir(snap.dir().join(REST)).map_err(io)? {
+            let path = entry.map_err(io)?.path();
+            cp(
+                &path,
+                &dir.join(path.file_name().expect("an entry has a name")),
+            )
+            .map_err(|e| ClusterError(format!("cannot restore the run: {e}")))?;
+        }
+        for &(n, incarnation) in live {
+            let slot = slots
+                .get(n)
+                .ok_or_else(|| ClusterError(format!("the snapshot has no node n{n}")))?;
+            Backend::restore(self, slot, incarnation, &kept.criu, &snap, on_exit.clone())?;
+        }
+        Ok(Some(slots))
     }
 }
 

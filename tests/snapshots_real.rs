@@ -1,0 +1,128 @@
+//! Cluster snapshots on real nodes (CRIU, `flymc setup criu`): an exploration that starts paths
+//! from snapshots of their prefixes explores exactly the paths that re-executing every prefix
+//! explores, on real openraft and real ZooKeeper, and leaves no snapshot, run directory or
+//! process behind.
+//!
+//! One test: each exploration points TMPDIR (where run directories and the snapshot store go)
+//! at a directory of its own and checks that it ends up empty.
+
+#[path = "common/programs.rs"]
+mod support;
+
+mod common;
+
+use std::path::Path;
+
+use flymc::systems;
+use flymc_core::explore::{explore_with, ExploreConfig, Outcome};
+use flymc_core::workloads;
+use flymc_model::{EventId, System, Workload};
+use flymc_raft::{Flavor, RaftSystem};
+use flymc_real::RealOptions;
+use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
+
+fn options(snapshots: bool) -> RealOptions {
+    RealOptions {
+        snapshots,
+        ..RealOptions::default()
+    }
+}
+
+/// Explore `max_paths` paths with `strategy`, in a TMPDIR of its own that must end up empty.
+fn explore(
+    system: &dyn System,
+    w: &Workload,
+    strategy: &str,
+    max_paths: u64,
+) -> (Vec<Vec<EventId>>, Outcome) {
+    let ctx = StrategyContext {
+        workload: w,
+        symmetry: system.symmetry(w),
+        seed: 1,
+        bound: 25,
+        stateless_dfs: !system.states_are_complete(),
+        sets: systems::load_sets(system, w, None).unwrap(),
+        flymc: FlymcOptions::default(),
+        fault_vars: system.fault_vars(),
+    };
+    let mut s = strategy::build(strategy, &ctx).unwrap();
+    let cfg = ExploreConfig {
+        max_paths: Some(max_paths),
+        snapshots: system.snapshots(),
+        ..Default::default()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    std::env::set_var("TMPDIR", tmp.path());
+    let mut paths = Vec::new();
+    let out = explore_with(system, w, s.as_mut(), &cfg, &mut |_| {}, &mut |run| {
+        paths.push(run.event_ids())
+    })
+    .unwrap_or_else(|e| panic!("{}: exploration failed: {e}", system.name()));
+    std::env::remove_var("TMPDIR");
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    (paths, out)
+}
+
+/// Both ways, side by side: the same paths, and the snapshots really used.
+fn same_paths(with: &dyn System, without: &dyn System, w: &Workload, strategy: &str, n: u64) {
+    assert!(with.snapshots() && !without.snapshots());
+    let (plain, p) = explore(without, w, strategy, n);
+    let (restored, r) = explore(with, w, strategy, n);
+    let what = format!("{}/{} with {strategy}", with.name(), w.name);
+    assert_eq!(p.paths, n, "{what}: the budget ran out");
+    assert_eq!(
+        restored, plain,
+        "{what}: snapshots changed the explored paths"
+    );
+    let s = &r.snapshots;
+    assert!(s.taken > 0, "{what}: no snapshot taken: {s:?}");
+    assert!(
+        s.restored > 0 && s.steps_skipped > 0,
+        "{what}: no path restored: {s:?}"
+    );
+    assert_eq!(s.fallbacks, 0, "{what}: {s:?}");
+    assert_eq!(
+        (r.late_reports, r.diverged),
+        (0, 0),
+        "{what}: late reports, divergence"
+    );
+    assert_eq!(p.snapshots.taken, 0);
+}
+
+fn raft(snapshots: bool) -> RaftSystem {
+    RaftSystem::with_program(
+        Flavor::OpenRaft,
+        support::node_program("flymc-raft-nodes", "flymc-raft-node"),
+    )
+    .options(options(snapshots))
+}
+
+fn load(system: &dyn System, workload: &str) -> Workload {
+    let folder = workloads::folder(Some(&common::workloads())).unwrap();
+    workloads::load(&folder, system.name(), workload).unwrap()
+}
+
+#[test]
+fn restored_paths_are_the_paths_re_execution_explores() {
+    let w = Workload::parse(
+        Path::new("le-1.toml"),
+        "version = 1\nsystem = \"raft\"\nnodes = 3\nmax_events = 60\n\
+         [params]\nelection_timers = [0]\nelections = 1\n",
+    )
+    .unwrap();
+    same_paths(&raft(true), &raft(false), &w, "dfs", 10);
+
+    let (with, without) = (
+        flymc_zookeeper::ZookeeperSystem::new(options(true)),
+        flymc_zookeeper::ZookeeperSystem::new(options(false)),
+    );
+    let w = load(&with, "le-3crash");
+    same_paths(&with, &without, &w, "dfs", 6);
+    let w = load(&with, "zk-4643");
+    same_paths(&with, &without, &w, "faults", 10);
+}
