@@ -158,6 +158,8 @@ fn explore(
     let cfg = ExploreConfig {
         max_paths: Some(80),
         snapshots,
+        // A restore of a simulated cluster saves next to nothing: restore whatever it costs.
+        snapshots_always: true,
         ..Default::default()
     };
     let mut seen = Vec::new();

@@ -90,10 +90,17 @@ struct AnalyzeArgs {
 
 #[derive(clap::Args)]
 struct BenchArgs {
-    /// Which benchmark: `sims` (strategies on the simulated workloads) or `hooks` (the event
-    /// server's throughput and added latency with no-op demo nodes).
-    #[arg(default_value = "sims", value_parser = ["sims", "hooks"])]
+    /// Which benchmark: `sims` (strategies on the simulated workloads), `hooks` (the event
+    /// server's throughput and added latency with no-op demo nodes) or `real` (paths/s on real
+    /// ZooKeeper and Raft clusters with each throughput lever on and off).
+    #[arg(default_value = "sims", value_parser = ["sims", "hooks", "real"])]
     what: String,
+    /// real: paths per variant on ZooKeeper le-3crash.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    zookeeper_paths: u64,
+    /// real: paths per variant on Raft le.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    raft_paths: u64,
     /// hooks: events to send through the server.
     #[arg(long, default_value_t = 2000)]
     events: u64,
@@ -549,6 +556,30 @@ fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
         return Ok(0);
     }
     let folder = workloads::folder(folder)?;
+    if args.what == "real" {
+        let cfg = flymc::bench::real::RealBenchConfig {
+            zookeeper_paths: args.zookeeper_paths,
+            raft_paths: args.raft_paths,
+            jobs: args.jobs.unwrap_or(2),
+            only: args.only,
+            out: args.out,
+        };
+        println!(
+            "flymc bench real: {} ZooKeeper and {} Raft paths per variant, --jobs {} with every lever on",
+            cfg.zookeeper_paths, cfg.raft_paths, cfg.jobs
+        );
+        let report = flymc::bench::real::run(&cfg, &folder, &|line| eprintln!("{line}"))?;
+        print!("{}", flymc::bench::real::table(&report));
+        println!(
+            "wrote {}",
+            flymc::bench::real::write(&report, &cfg.out)?.display()
+        );
+        println!("bench took {:.1} s", report.seconds);
+        if !report.consistent() {
+            anyhow::bail!("a variant explored other paths than the one with every lever on: a lever changed the result");
+        }
+        return Ok(0);
+    }
     let cfg = flymc::bench::BenchConfig {
         cap: args.cap,
         seeds: args.seeds,

@@ -86,6 +86,12 @@ pub fn snapshot_line(s: &SnapshotStats) -> String {
     if s.fallbacks > 0 {
         line += &format!(", {} restores fell back to re-execution", s.fallbacks);
     }
+    if s.unprofitable > 0 {
+        line += &format!(
+            ", {} skipped as costing more than re-execution",
+            s.unprofitable
+        );
+    }
     line
 }
 

@@ -179,10 +179,17 @@ impl<'r, 'c> Running<'r, 'c> {
         };
         let props = exec.system.properties(w);
         let mut timing = crate::timing::PathTiming::default();
+        let took = began.elapsed();
         if restored.is_some() {
-            timing.record_restore(began.elapsed());
+            timing.record_restore(took);
         } else {
-            timing.record_start(began.elapsed());
+            timing.record_start(took);
+        }
+        if let Some(s) = snaps.as_deref_mut() {
+            match restored {
+                Some(_) => s.costs.restored(micros(took)),
+                None => s.costs.started(micros(took)),
+            }
         }
         Ok(Running {
             workload: w,
@@ -230,12 +237,13 @@ impl<'r, 'c> Running<'r, 'c> {
             return Ok(());
         };
         let ids = self.run.event_ids();
-        let Some(key) = snaps.wanted(self.plan, &ids) else {
+        let Some(key) = snaps.to_take(self.plan, &ids) else {
             return Ok(());
         };
         let began = std::time::Instant::now();
         let taken = self.target.checkpoint(key);
         self.run.timing.record_checkpoint(began.elapsed());
+        snaps.costs.checkpointed(micros(began.elapsed()));
         match taken {
             Ok(true) => snaps.insert(
                 key,
@@ -476,6 +484,9 @@ impl<'r, 'c> Running<'r, 'c> {
     fn step_timed(&mut self) {
         if let Some((began, fault, prefix)) = self.timing.take() {
             self.run.timing.record_step(began.elapsed(), fault, prefix);
+            if let Some(s) = self.snaps.as_deref_mut() {
+                s.costs.stepped(micros(began.elapsed()));
+            }
         }
     }
 
@@ -498,7 +509,7 @@ fn restore(
     plan: &Plan,
     snaps: &mut Snapshots,
 ) -> Option<Arc<Prefix>> {
-    let (key, prefix) = snaps.deepest(&plan.prefix)?;
+    let (key, prefix) = snaps.to_restore(&plan.prefix)?;
     match target.restore(w, key) {
         Ok(true) => {
             snaps.stats.restored += 1;
@@ -511,6 +522,10 @@ fn restore(
     snaps.stats.fallbacks += 1;
     snaps.forget(key);
     None
+}
+
+fn micros(d: std::time::Duration) -> u64 {
+    d.as_micros().min(u128::from(u64::MAX)) as u64
 }
 
 fn check(

@@ -47,6 +47,9 @@ pub struct ExploreConfig {
     /// Start paths from snapshots of their prefixes where the target can take them
     /// ([`crate::snapshots`]); each job keeps its own.
     pub snapshots: bool,
+    /// With `snapshots`: take and use them wherever the strategy branches, even where they
+    /// cost more than they save (tests and benchmarks that compare paths).
+    pub snapshots_always: bool,
 }
 
 impl Default for ExploreConfig {
@@ -58,6 +61,7 @@ impl Default for ExploreConfig {
             stop_on_property: None,
             jobs: 1,
             snapshots: false,
+            snapshots_always: false,
         }
     }
 }
@@ -150,7 +154,11 @@ pub fn explore_with(
     let exec = Executor::new(system, workload);
     let jobs = cfg.jobs.max(1);
     let targets = (0..jobs)
-        .map(|_| system.target(workload).map(|t| (t, Snapshots::new())))
+        .map(|_| {
+            system
+                .target(workload)
+                .map(|t| (t, Snapshots::new().always(cfg.snapshots_always)))
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ExploreError::Setup(e.to_string()))?;
     let cache = StateEventCache::new();

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use flymc_model::{Event, EventId, GlobalState};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::plan::Plan;
 use crate::run::Step;
@@ -41,7 +41,7 @@ impl Prefix {
 }
 
 /// Counters for the run summary and benchmarks.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotStats {
     /// Snapshots the target took.
     pub taken: u64,
@@ -53,6 +53,10 @@ pub struct SnapshotStats {
     pub fallbacks: u64,
     /// Steps restored runs did not re-execute.
     pub steps_skipped: u64,
+    /// Snapshots not taken and restores not made because, as measured so far, they would cost
+    /// more than starting the cluster and re-executing the prefix.
+    #[serde(default)]
+    pub unprofitable: u64,
 }
 
 impl SnapshotStats {
@@ -64,6 +68,7 @@ impl SnapshotStats {
             restored: self.restored - before.restored,
             fallbacks: self.fallbacks - before.fallbacks,
             steps_skipped: self.steps_skipped - before.steps_skipped,
+            unprofitable: self.unprofitable - before.unprofitable,
         }
     }
 
@@ -73,6 +78,77 @@ impl SnapshotStats {
         self.restored += other.restored;
         self.fallbacks += other.fallbacks;
         self.steps_skipped += other.steps_skipped;
+        self.unprofitable += other.unprofitable;
+    }
+}
+
+/// A running mean of durations, in microseconds.
+#[derive(Clone, Copy, Debug, Default)]
+struct Mean {
+    sum_us: u64,
+    n: u64,
+}
+
+impl Mean {
+    fn add(&mut self, us: u64) {
+        self.sum_us += us;
+        self.n += 1;
+    }
+
+    fn get(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum_us as f64 / self.n as f64)
+    }
+}
+
+/// What a cold start, a step, a restore and a snapshot have cost so far. A snapshot pays only
+/// where a restore is cheaper than starting and re-executing its prefix: true of JVMs that
+/// take seconds to start, not of Raft node programs that start in milliseconds and whose
+/// restore costs more than that. Until something is measured, snapshots are tried.
+#[derive(Clone, Debug, Default)]
+pub struct Costs {
+    start: Mean,
+    step: Mean,
+    restore: Mean,
+    checkpoint: Mean,
+}
+
+impl Costs {
+    pub fn started(&mut self, us: u64) {
+        self.start.add(us);
+    }
+
+    /// A step the target executed (not one taken from a snapshot).
+    pub fn stepped(&mut self, us: u64) {
+        self.step.add(us);
+    }
+
+    pub fn restored(&mut self, us: u64) {
+        self.restore.add(us);
+    }
+
+    pub fn checkpointed(&mut self, us: u64) {
+        self.checkpoint.add(us);
+    }
+
+    /// Starting the cluster and re-executing `depth` steps, if measured.
+    fn replay_us(&self, depth: usize) -> Option<f64> {
+        Some(self.start.get()? + depth as f64 * self.step.get().unwrap_or(0.0))
+    }
+
+    /// Is restoring a snapshot of `depth` steps cheaper than getting there without it?
+    pub fn restore_pays(&self, depth: usize) -> bool {
+        match (self.restore.get(), self.replay_us(depth)) {
+            (Some(r), Some(p)) => r < p,
+            _ => true,
+        }
+    }
+
+    /// Does a snapshot at `depth` pay for itself with its first restore?
+    pub fn checkpoint_pays(&self, depth: usize) -> bool {
+        match (self.checkpoint.get(), self.replay_us(depth)) {
+            (Some(c), Some(p)) => c + self.restore.get().unwrap_or(0.0) < p,
+            _ => true,
+        }
     }
 }
 
@@ -80,6 +156,9 @@ impl SnapshotStats {
 pub struct Snapshots {
     entries: HashMap<u64, Arc<Prefix>>,
     pub stats: SnapshotStats,
+    pub costs: Costs,
+    /// Take and use snapshots even where they cost more than they save (tests, benchmarks).
+    always: bool,
 }
 
 impl Default for Snapshots {
@@ -93,7 +172,15 @@ impl Snapshots {
         Snapshots {
             entries: HashMap::new(),
             stats: SnapshotStats::default(),
+            costs: Costs::default(),
+            always: false,
         }
+    }
+
+    /// Take and use snapshots wherever they are wanted, whatever they cost.
+    pub fn always(mut self, on: bool) -> Snapshots {
+        self.always = on;
+        self
     }
 
     /// The deepest snapshot whose prefix begins `ids`, with its key.
@@ -103,6 +190,16 @@ impl Snapshots {
             let p = self.entries.get(k)?;
             (p.ids[..] == ids[..depth]).then(|| (*k, p.clone()))
         })
+    }
+
+    /// [`Snapshots::deepest`], if restoring it pays (counted when it does not).
+    pub fn to_restore(&mut self, ids: &[EventId]) -> Option<(u64, Arc<Prefix>)> {
+        let (key, p) = self.deepest(ids)?;
+        if self.always || self.costs.restore_pays(p.depth()) {
+            return Some((key, p));
+        }
+        self.stats.unprofitable += 1;
+        None
     }
 
     /// Should a run of `plan` that executed `ids` take a snapshot now? At the start (every
@@ -116,6 +213,16 @@ impl Snapshots {
         }
         let k = key(ids);
         (!self.entries.contains_key(&k)).then_some(k)
+    }
+
+    /// [`Snapshots::wanted`], if a snapshot there pays (counted when it does not).
+    pub fn to_take(&mut self, plan: &Plan, ids: &[EventId]) -> Option<u64> {
+        let k = self.wanted(plan, ids)?;
+        if self.always || self.costs.checkpoint_pays(ids.len()) {
+            return Some(k);
+        }
+        self.stats.unprofitable += 1;
+        None
     }
 
     pub fn insert(&mut self, key: u64, prefix: Prefix) {
@@ -198,5 +305,38 @@ mod tests {
         assert_eq!(s.wanted(&plan, &ids[..2]), Some(key(&ids[..2])));
         s.insert(key(&ids[..2]), prefix(&[5, 6]));
         assert!(s.wanted(&plan, &ids[..2]).is_none(), "kept already");
+    }
+
+    #[test]
+    fn snapshots_are_taken_and_restored_only_where_they_pay() {
+        // Nothing measured yet: try.
+        let c = Costs::default();
+        assert!(c.checkpoint_pays(0) && c.restore_pays(0));
+        // Raft node programs as measured: a 16 ms start, 1.5 ms steps, a 128 ms restore and a
+        // 240 ms snapshot. Never worth it at the depths of its workloads.
+        let mut raft = Costs::default();
+        raft.started(16_000);
+        raft.stepped(1_500);
+        raft.restored(128_000);
+        raft.checkpointed(240_000);
+        assert!(!raft.restore_pays(40) && !raft.checkpoint_pays(40));
+        assert!(
+            raft.restore_pays(100),
+            "deep enough, a restore beats re-execution"
+        );
+        // ZooKeeper JVMs: a 2 s start, 30 ms steps, a 0.4 s restore and a 0.8 s snapshot.
+        let mut zk = Costs::default();
+        zk.started(2_000_000);
+        zk.stepped(30_000);
+        zk.restored(400_000);
+        zk.checkpointed(800_000);
+        assert!(zk.restore_pays(0) && zk.checkpoint_pays(0));
+        let mut s = Snapshots::new();
+        s.costs = raft;
+        let plan = Plan::fifo(vec![EventId(1), EventId(2)]);
+        assert_eq!(s.to_take(&plan, &[]), None);
+        assert_eq!(s.stats.unprofitable, 1);
+        let mut s = s.always(true);
+        assert!(s.to_take(&plan, &[]).is_some(), "always: whatever it costs");
     }
 }

@@ -4,6 +4,7 @@
 //! All numbers are measured here; nothing is asserted about them in tests.
 
 mod chart;
+pub mod real;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -171,6 +172,7 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         // Explorations run side by side (`BenchConfig::jobs`), each one path at a time.
         jobs: 1,
         snapshots: false,
+        snapshots_always: false,
     };
     let out: Outcome = explore(
         system.as_ref(),
