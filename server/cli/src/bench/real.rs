@@ -201,6 +201,9 @@ pub fn run(cfg: &RealBenchConfig, folder: &Path, log: &dyn Fn(&str)) -> Result<R
             let rate = out.paths as f64 / out.elapsed.as_secs_f64().max(1e-9);
             let base_rate = *all_rate.get_or_insert(rate);
             let same = first.get(&v.jobs).is_none_or(|base| *base == ids);
+            if let Some(d) = first.get(&v.jobs).and_then(|base| first_difference(base, &ids)) {
+                log(&format!("  other paths from {d}"));
+            }
             log(&format!(
                 "  {} paths in {:.1} s ({} paths/s){}",
                 out.paths,
@@ -229,6 +232,25 @@ pub fn run(cfg: &RealBenchConfig, folder: &Path, log: &dyn Fn(&str)) -> Result<R
         rows,
         seconds: began.elapsed().as_secs_f64(),
     })
+}
+
+/// Where two explorations' paths part: `path N step S` (1-based path numbers).
+fn first_difference(a: &[Vec<EventId>], b: &[Vec<EventId>]) -> Option<String> {
+    let n = a.iter().zip(b).position(|(x, y)| x != y);
+    match n {
+        Some(n) => {
+            let step = a[n].iter().zip(&b[n]).position(|(x, y)| x != y);
+            Some(format!(
+                "path {} step {} ({} against {} steps)",
+                n + 1,
+                step.unwrap_or(a[n].len().min(b[n].len())),
+                a[n].len(),
+                b[n].len()
+            ))
+        }
+        None if a.len() != b.len() => Some(format!("path {}", a.len().min(b.len()) + 1)),
+        None => None,
+    }
 }
 
 /// The table, as text (Markdown, for docs/BENCHMARKS.md).
