@@ -242,8 +242,14 @@ impl<'r, 'c> Running<'r, 'c> {
         };
         let began = std::time::Instant::now();
         let taken = self.target.checkpoint(key);
-        self.run.timing.record_checkpoint(began.elapsed());
-        snaps.costs.checkpointed(micros(began.elapsed()));
+        let took = began.elapsed();
+        self.run.timing.record_checkpoint(took);
+        snaps.costs.checkpointed(micros(took));
+        // A step still being timed (its settling is only known at the next `pending`) does
+        // not pay for the snapshot as well.
+        if let Some((step_began, _, _)) = self.timing.as_mut() {
+            *step_began += took;
+        }
         match taken {
             Ok(true) => snaps.insert(
                 key,

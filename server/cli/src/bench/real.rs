@@ -201,7 +201,10 @@ pub fn run(cfg: &RealBenchConfig, folder: &Path, log: &dyn Fn(&str)) -> Result<R
             let rate = out.paths as f64 / out.elapsed.as_secs_f64().max(1e-9);
             let base_rate = *all_rate.get_or_insert(rate);
             let same = first.get(&v.jobs).is_none_or(|base| *base == ids);
-            if let Some(d) = first.get(&v.jobs).and_then(|base| first_difference(base, &ids)) {
+            if let Some(d) = first
+                .get(&v.jobs)
+                .and_then(|base| first_difference(base, &ids))
+            {
                 log(&format!("  other paths from {d}"));
             }
             log(&format!(

@@ -295,16 +295,7 @@ impl Backend for LocalBackend {
         criu: &Criu,
         into: &mut PendingSnapshot,
     ) -> Result<(), ClusterError> {
-        let (Some(pid), Some(slot)) = (self.pids.get(&node), self.slots.get(node)) else {
-            return Err(ClusterError(format!("node n{node} is not running")));
-        };
-        if !self.namespaces {
-            return Err(ClusterError(format!(
-                "node n{node} was not started in namespaces of its own: cannot snapshot it"
-            )));
-        }
-        into.dump_node(criu, node, *pid, &[slot.data_dir.clone(), slot.log.clone()])
-            .map_err(|e| ClusterError(format!("cannot snapshot node n{node}: {e}")))
+        self.dump_nodes(criu, into, &[node])
     }
 
     fn restore(
@@ -343,6 +334,11 @@ impl Backend for LocalBackend {
             None
         }
     }
+}
+
+/// A scoped thread's result; a panic in it is a bug, passed on.
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// `criu check` once per flymc process: it takes a while and the answer does not change.
@@ -393,9 +389,7 @@ impl LocalBackend {
                 return Ok(false);
             }
         };
-        for &n in live {
-            Backend::dump(self, n, &kept.criu, &mut pending)?;
-        }
+        self.dump_nodes(&kept.criu, &mut pending, live)?;
         // The rest of the run directory: crashed nodes' data and logs, the resume pipes.
         // Nothing writes there now (the live nodes are paused, the others dead).
         let own: Vec<&PathBuf> = live
@@ -462,13 +456,81 @@ impl LocalBackend {
             )
             .map_err(|e| ClusterError(format!("cannot restore the run: {e}")))?;
         }
-        for &(n, incarnation) in live {
-            let slot = slots
-                .get(n)
-                .ok_or_else(|| ClusterError(format!("the snapshot has no node n{n}")))?;
-            Backend::restore(self, slot, incarnation, &kept.criu, &snap, on_exit.clone())?;
+        // One CRIU per node at once: each node has namespaces, files and ports of its own.
+        let restored: Vec<Result<u32, ClusterError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = live
+                .iter()
+                .map(|&(n, incarnation)| {
+                    let (criu, snap, on_exit) = (&kept.criu, &snap, on_exit.clone());
+                    scope.spawn(move || {
+                        let image = snap.node(n).ok_or_else(|| {
+                            ClusterError(format!("the snapshot has no image of node n{n}"))
+                        })?;
+                        criu.restore(image, Box::new(move |how| on_exit(n, incarnation, how)))
+                            .map_err(|e| ClusterError(format!("cannot restore node n{n}: {e}")))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(join).collect()
+        });
+        let mut failed = None;
+        for (&(n, _), r) in live.iter().zip(restored) {
+            match r {
+                Ok(pid) => {
+                    self.pids.insert(n, pid);
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
         }
-        Ok(Some(slots))
+        match failed {
+            // The caller stops the run, killing the nodes that did come back.
+            Some(e) => Err(e),
+            None => Ok(Some(slots)),
+        }
+    }
+
+    /// Dump the running nodes `live` into `pending`, one CRIU per node at once (the nodes are
+    /// paused, and each dump copies only its own node's files).
+    fn dump_nodes(
+        &self,
+        criu: &Criu,
+        pending: &mut PendingSnapshot,
+        live: &[NodeId],
+    ) -> Result<(), ClusterError> {
+        if !self.namespaces {
+            return Err(ClusterError(
+                "the nodes were not started in namespaces of their own: cannot snapshot them"
+                    .into(),
+            ));
+        }
+        let mut jobs = Vec::new();
+        for &n in live {
+            let (Some(pid), Some(slot)) = (self.pids.get(&n), self.slots.get(n)) else {
+                return Err(ClusterError(format!("node n{n} is not running")));
+            };
+            let copies = [slot.data_dir.clone(), slot.log.clone()];
+            jobs.push((n, *pid, pending.node_dir(n), copies));
+        }
+        let dumped: Vec<_> = std::thread::scope(|scope| {
+            let handles: Vec<_> = jobs
+                .iter()
+                .map(|(n, pid, dir, copies)| {
+                    scope.spawn(move || {
+                        criu.dump(*pid, dir, copies)
+                            .map(|image| (*n, image))
+                            .map_err(|e| ClusterError(format!("cannot snapshot node n{n}: {e}")))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(join).collect()
+        });
+        for d in dumped {
+            let (n, image) = d?;
+            pending.add(n, image);
+        }
+        Ok(())
     }
 }
 

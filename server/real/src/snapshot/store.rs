@@ -238,9 +238,19 @@ impl PendingSnapshot {
         pid: u32,
         copy: &[PathBuf],
     ) -> Result<(), SnapshotError> {
-        let image = criu.dump(pid, &self.dir.join(format!("n{node}")), copy)?;
-        self.nodes.insert(node, image);
+        let image = criu.dump(pid, &self.node_dir(node), copy)?;
+        self.add(node, image);
         Ok(())
+    }
+
+    /// Where node `node`'s image goes (for dumps made elsewhere, then [`PendingSnapshot::add`]).
+    pub fn node_dir(&self, node: NodeId) -> PathBuf {
+        self.dir.join(format!("n{node}"))
+    }
+
+    /// Node `node`'s image, dumped into [`PendingSnapshot::node_dir`].
+    pub fn add(&mut self, node: NodeId, image: NodeImage) {
+        self.nodes.insert(node, image);
     }
 
     /// The nodes dumped so far.
