@@ -3,8 +3,9 @@
 //! explores, on real openraft and real ZooKeeper, and leaves no snapshot, run directory or
 //! process behind.
 //!
-//! One test: each exploration points TMPDIR (where run directories and the snapshot store go)
-//! at a directory of its own and checks that it ends up empty.
+//! Each exploration points TMPDIR (where run directories and the snapshot store go) at a
+//! directory of its own and checks that it ends up empty; the tests take turns (TMPDIR is the
+//! process's).
 
 #[path = "common/programs.rs"]
 mod support;
@@ -12,6 +13,15 @@ mod support;
 mod common;
 
 use std::path::Path;
+use std::sync::Mutex;
+
+use flymc::demo::DemoSystem;
+use flymc_core::executor::Executor;
+use flymc_core::plan::Plan;
+use flymc_core::run::{Ending, HANG_PROPERTY};
+use flymc_core::snapshots::Snapshots;
+use flymc_real::cluster::{live_processes, local::LocalBackend};
+use flymc_real::RealTarget;
 
 use flymc::systems;
 use flymc_core::explore::{explore_with, ExploreConfig, Outcome};
@@ -20,6 +30,25 @@ use flymc_model::{EventId, System, Workload};
 use flymc_raft::{Flavor, RaftSystem};
 use flymc_real::RealOptions;
 use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
+
+/// TMPDIR is one per process: one test at a time points it somewhere.
+static TMPDIR: Mutex<()> = Mutex::new(());
+
+/// Run `f` with TMPDIR pointing at a fresh directory, then check that nothing is left in it.
+fn in_own_tmpdir<T>(f: impl FnOnce() -> T) -> T {
+    let _turn = TMPDIR.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    std::env::set_var("TMPDIR", tmp.path());
+    let out = f();
+    std::env::remove_var("TMPDIR");
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    out
+}
 
 fn options(snapshots: bool) -> RealOptions {
     RealOptions {
@@ -53,20 +82,13 @@ fn explore(
         snapshots_always: true,
         ..Default::default()
     };
-    let tmp = tempfile::tempdir().unwrap();
-    std::env::set_var("TMPDIR", tmp.path());
     let mut paths = Vec::new();
-    let out = explore_with(system, w, s.as_mut(), &cfg, &mut |_| {}, &mut |run| {
-        paths.push(run.event_ids())
-    })
-    .unwrap_or_else(|e| panic!("{}: exploration failed: {e}", system.name()));
-    std::env::remove_var("TMPDIR");
-    let left: Vec<_> = std::fs::read_dir(tmp.path())
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
+    let out = in_own_tmpdir(|| {
+        explore_with(system, w, s.as_mut(), &cfg, &mut |_| {}, &mut |run| {
+            paths.push(run.event_ids())
+        })
+        .unwrap_or_else(|e| panic!("{}: exploration failed: {e}", system.name()))
+    });
     (paths, out)
 }
 
@@ -127,4 +149,49 @@ fn restored_paths_are_the_paths_re_execution_explores() {
     same_paths(&with, &without, &w, "dfs", 6);
     let w = load(&with, "zk-4643");
     same_paths(&with, &without, &w, "faults", 10);
+}
+
+/// A node that never settles on a path restored from a snapshot: a hang finding, and once the
+/// target is gone, no process, namespace, image or run directory.
+#[test]
+fn a_hang_after_a_restore_is_a_finding_and_leaves_nothing() {
+    let text = "version = 1\nsystem = \"hook-demo\"\nnodes = 2\nmax_events = 40\n\
+                [params]\nsettle_timeout_ms = 300\n\
+                clients = [{ to = 1, name = \"hang\" }, { to = 0, name = \"add\", value = 1 }]\n";
+    let w = Workload::parse(Path::new("hang.toml"), text).unwrap();
+    let sys = DemoSystem::with_program(support::node_program("flymc-demo-node", "flymc-demo-node"));
+    in_own_tmpdir(|| {
+        let backend = LocalBackend::new().snapshots(true);
+        let mut t = RealTarget::with_backend(sys.config(&w).unwrap(), Box::new(backend));
+        let mut snaps = Snapshots::new().always(true);
+        let exec = Executor::new(&sys, &w);
+        for path in 1..=2 {
+            let run = exec
+                .run_snapshots(
+                    &mut t,
+                    &Plan::fifo(Vec::new()),
+                    None,
+                    None,
+                    Some(&mut snaps),
+                )
+                .expect("a hang is a finding");
+            assert_eq!(run.ending, Ending::Hang { step: 1 }, "path {path}");
+            let v = run.violation.as_ref().expect("the hang is reported");
+            assert_eq!(v.property, HANG_PROPERTY);
+            assert!(
+                t.pids().is_empty(),
+                "path {path}: the executor stopped the cluster"
+            );
+        }
+        assert_eq!(
+            (snaps.stats.taken, snaps.stats.restored),
+            (1, 1),
+            "the second path started from the first one's snapshot"
+        );
+        drop(t);
+        assert!(
+            live_processes().is_empty(),
+            "node processes outlived the target"
+        );
+    });
 }
