@@ -195,3 +195,40 @@ fn a_hang_after_a_restore_is_a_finding_and_leaves_nothing() {
         );
     });
 }
+
+/// Without a usable CRIU, `flymc run` says so in one notice line and explores as before.
+#[test]
+fn without_criu_one_notice_and_paths_re_execute() {
+    let raft = support::node_program("flymc-raft-nodes", "flymc-raft-node");
+    assert!(Path::new(&raft).is_file());
+    let (cache, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ran = std::process::Command::new(env!("CARGO_BIN_EXE_flymc"))
+        .args([
+            "run",
+            "--system",
+            "raft",
+            "--workload",
+            "le",
+            "--max-paths",
+            "3",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .env("FLYMC_CACHE", cache.path())
+        .env("FLYMC_WORKLOADS", common::workloads())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&ran.stdout),
+        String::from_utf8_lossy(&ran.stderr),
+    );
+    assert_eq!(ran.status.code(), Some(0), "{stdout}{stderr}");
+    let notices: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("notice: no cluster snapshots"))
+        .collect();
+    assert_eq!(notices.len(), 1, "{stderr}");
+    assert!(notices[0].contains("flymc setup criu"), "{}", notices[0]);
+    assert!(stdout.contains("summary: 3 paths"), "{stdout}");
+    assert!(!stdout.contains("snapshots:"), "{stdout}");
+}

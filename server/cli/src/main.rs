@@ -576,7 +576,7 @@ fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
         );
         println!("bench took {:.1} s", report.seconds);
         if !report.consistent() {
-            anyhow::bail!("a variant explored other paths than the one with every lever on: a lever changed the result");
+            anyhow::bail!("variants explored different paths (the `same paths` column and `other paths from` lines say where): a lever changed them, or the system does not run deterministically under flymc there");
         }
         return Ok(0);
     }

@@ -55,9 +55,12 @@ impl RealOptions {
         cluster::local::LocalBackend::new().snapshots(self.snapshots)
     }
 
-    /// Whether targets built with these options can take cluster snapshots.
+    /// Whether targets built with these options can take cluster snapshots (asked for, local
+    /// processes, and CRIU usable here).
     pub fn can_snapshot(&self) -> bool {
-        self.snapshots && self.backend == BackendKind::Local
+        self.snapshots
+            && self.backend == BackendKind::Local
+            && cluster::local::snapshots_usable().is_ok()
     }
 }
 

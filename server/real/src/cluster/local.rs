@@ -341,6 +341,12 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
     h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
+/// Can this flymc take cluster snapshots: is CRIU built and does `criu check` pass? If not,
+/// why (one line saying what to do).
+pub fn snapshots_usable() -> Result<(), String> {
+    usable_criu().map(|_| ())
+}
+
 /// `criu check` once per flymc process: it takes a while and the answer does not change.
 fn usable_criu() -> Result<Criu, String> {
     static CHECKED: OnceLock<Result<Criu, String>> = OnceLock::new();
