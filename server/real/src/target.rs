@@ -368,6 +368,7 @@ impl Target for RealTarget {
             return Ok(false);
         }
         let server = self.server.clone().expect("running");
+        let began = std::time::Instant::now();
         let paused = match server.pause(self.cfg.settle_timeout) {
             Ok(p) => p,
             Err((why, paused)) => {
@@ -377,15 +378,24 @@ impl Target for RealTarget {
                 return Ok(false);
             }
         };
+        let pausing = began.elapsed();
         let saved = server.save_run();
         let dumped = self
             .backend
             .checkpoints()
             .expect("checked above")
             .dump(key, &paused);
+        let dumping = began.elapsed() - pausing;
         // The originals go on whatever became of the snapshot.
         self.resume(&paused)?;
         server.end_pause();
+        tracing::debug!(
+            "{}: snapshot {key:016x}: pause {} ms, dump {} ms, resume {} ms",
+            self.cfg.system,
+            pausing.as_millis(),
+            dumping.as_millis(),
+            (began.elapsed() - pausing - dumping).as_millis()
+        );
         match dumped {
             Ok(true) => {
                 self.kept.insert(
