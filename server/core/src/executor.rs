@@ -26,6 +26,7 @@ use crate::plan::Plan;
 use crate::run::{Enabled, Ending, Run, Step, HANG_PROPERTY};
 use crate::sleepset::SleepSet;
 use crate::snapshots::{Prefix, Snapshots};
+use crate::timing::micros;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
@@ -489,9 +490,10 @@ impl<'r, 'c> Running<'r, 'c> {
     /// The step being timed has settled.
     fn step_timed(&mut self) {
         if let Some((began, fault, prefix)) = self.timing.take() {
-            self.run.timing.record_step(began.elapsed(), fault, prefix);
+            let took = began.elapsed();
+            self.run.timing.record_step(took, fault, prefix);
             if let Some(s) = self.snaps.as_deref_mut() {
-                s.costs.stepped(micros(began.elapsed()));
+                s.costs.stepped(micros(took));
             }
         }
     }
@@ -528,10 +530,6 @@ fn restore(
     snaps.stats.fallbacks += 1;
     snaps.forget(key);
     None
-}
-
-fn micros(d: std::time::Duration) -> u64 {
-    d.as_micros().min(u128::from(u64::MAX)) as u64
 }
 
 fn check(

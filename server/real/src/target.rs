@@ -284,6 +284,14 @@ impl RealTarget {
             })
     }
 
+    /// Keep `e` for the next call that can report it (the first one deferred wins).
+    fn defer(&self, e: TargetError) {
+        self.deferred
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+    }
+
     fn take_deferred(&self) -> Result<(), TargetError> {
         match self
             .deferred
@@ -361,10 +369,7 @@ impl Target for RealTarget {
         // After a crash or a reboot nobody has waited for the cluster yet. A hang here is the
         // next step's to report, as `pending` would.
         if let Err(e) = self.quiet() {
-            self.deferred
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get_or_insert(e);
+            self.defer(e);
             return Ok(false);
         }
         let server = self.server.clone().expect("running");
@@ -489,8 +494,7 @@ impl Target for RealTarget {
             return Vec::new();
         };
         if let Err(e) = self.quiet() {
-            let mut d = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
-            d.get_or_insert(e);
+            self.defer(e);
         }
         server.pending()
     }

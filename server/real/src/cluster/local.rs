@@ -16,7 +16,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fs::OpenOptions;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -312,17 +312,12 @@ impl Backend for LocalBackend {
                 "node n{node} is running: kill it before restoring it"
             )));
         }
-        let image = from
-            .node(node)
-            .ok_or_else(|| ClusterError(format!("the snapshot has no image of node n{node}")))?;
         if self.slots.get(node) != Some(slot) {
             return Err(ClusterError(format!(
                 "node n{node}'s slot is not the one of this run: restore into the run the snapshot was taken in"
             )));
         }
-        let pid = criu
-            .restore(image, Box::new(move |how| on_exit(node, incarnation, how)))
-            .map_err(|e| ClusterError(format!("cannot restore node n{node}: {e}")))?;
+        let pid = restore_node(criu, from, node, incarnation, on_exit)?;
         self.pids.insert(node, pid);
         Ok(pid)
     }
@@ -334,6 +329,38 @@ impl Backend for LocalBackend {
             None
         }
     }
+}
+
+/// Start a copy of node `node` from its image in `snap` (its files put back first), reporting
+/// its exit as incarnation `incarnation`.
+fn restore_node(
+    criu: &Criu,
+    snap: &Snapshot,
+    node: NodeId,
+    incarnation: u32,
+    on_exit: ExitListener,
+) -> Result<u32, ClusterError> {
+    let image = snap
+        .node(node)
+        .ok_or_else(|| ClusterError(format!("the snapshot has no image of node n{node}")))?;
+    criu.restore(image, Box::new(move |how| on_exit(node, incarnation, how)))
+        .map_err(|e| ClusterError(format!("cannot restore node n{node}: {e}")))
+}
+
+/// Copy every entry of directory `from` into `to` (which exists), except those in `skip`.
+fn copy_entries(from: &Path, to: &Path, skip: &[&PathBuf]) -> Result<(), String> {
+    let entries = std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("{}: {e}", from.display()))?
+            .path();
+        if skip.contains(&&path) {
+            continue;
+        }
+        let name = path.file_name().expect("a directory entry has a name");
+        cp(&path, &to.join(name)).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// A scoped thread's result; a panic in it is a bug, passed on.
@@ -404,19 +431,10 @@ impl LocalBackend {
             .flat_map(|s| [&s.data_dir, &s.log])
             .collect();
         let rest = pending.dir().join(REST);
-        let io =
-            |e: std::io::Error| ClusterError(format!("cannot snapshot {}: {e}", dir.display()));
-        std::fs::create_dir(&rest).map_err(io)?;
-        for entry in std::fs::read_dir(&dir).map_err(io)? {
-            let path = entry.map_err(io)?.path();
-            if !own.contains(&&path) {
-                cp(
-                    &path,
-                    &rest.join(path.file_name().expect("an entry has a name")),
-                )
-                .map_err(|e| ClusterError(format!("cannot snapshot the run: {e}")))?;
-            }
-        }
+        std::fs::create_dir(&rest)
+            .map_err(|e| ClusterError(format!("cannot create {}: {e}", rest.display())))?;
+        copy_entries(&dir, &rest, &own)
+            .map_err(|e| ClusterError(format!("cannot snapshot the run: {e}")))?;
         match kept.store.insert(u128::from(key), pending, Vec::new()) {
             Ok(_) => {
                 kept.runs.insert(key, (dir, self.slots.clone()));
@@ -454,27 +472,15 @@ impl LocalBackend {
         procs::register_dir(&dir);
         self.run_dir = Some(dir.clone());
         self.slots = slots.clone();
-        for entry in std::fs::read_dir(snap.dir().join(REST)).map_err(io)? {
-            let path = entry.map_err(io)?.path();
-            cp(
-                &path,
-                &dir.join(path.file_name().expect("an entry has a name")),
-            )
+        copy_entries(&snap.dir().join(REST), &dir, &[])
             .map_err(|e| ClusterError(format!("cannot restore the run: {e}")))?;
-        }
         // One CRIU per node at once: each node has namespaces, files and ports of its own.
         let restored: Vec<Result<u32, ClusterError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = live
                 .iter()
                 .map(|&(n, incarnation)| {
                     let (criu, snap, on_exit) = (&kept.criu, &snap, on_exit.clone());
-                    scope.spawn(move || {
-                        let image = snap.node(n).ok_or_else(|| {
-                            ClusterError(format!("the snapshot has no image of node n{n}"))
-                        })?;
-                        criu.restore(image, Box::new(move |how| on_exit(n, incarnation, how)))
-                            .map_err(|e| ClusterError(format!("cannot restore node n{n}: {e}")))
-                    })
+                    scope.spawn(move || restore_node(criu, snap, n, incarnation, on_exit))
                 })
                 .collect();
             handles.into_iter().map(join).collect()

@@ -4,8 +4,8 @@
 //! (`--tcp-established`; loopback peers restore fine) and does not lock the network (nothing
 //! else must stop). Not locking it means a segment in flight between two nodes at the dump can be
 //! acknowledged to a side already dumped and so be lost on restore: flymc dumps only quiescent
-//! nodes, whose intercepted traffic is held in the hook, not in the socket. The node's data directory and log are copied by a post-dump action script,
-//! which CRIU runs while the processes are still frozen: CRIU restores files open for writing
+//! nodes, whose intercepted traffic is held in the hook, not in the socket. The node's data
+//! directory and log are copied by a post-dump action script, which CRIU runs while the processes are still frozen: CRIU restores files open for writing
 //! only at their dump-time size, so these copies go back in place before the restore. A restore
 //! starts the tree next to CRIU (`--restore-sibling`), that is as a child of flymc's spawner
 //! thread, where it is reaped, killed and reported like a node flymc launched.

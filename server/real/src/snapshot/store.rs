@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use flymc_model::NodeId;
 
-use super::{Criu, NodeImage, SnapshotError};
+use super::{NodeImage, SnapshotError};
 use crate::cluster::procs;
 
 /// What an entry is found by: an opaque hash chosen by the caller.
@@ -229,21 +229,8 @@ impl PendingSnapshot {
         &self.dir
     }
 
-    /// Checkpoint node `node`, the tree rooted at `pid`, copying `copy` while it is frozen
-    /// (see [`Criu::dump`]).
-    pub fn dump_node(
-        &mut self,
-        criu: &Criu,
-        node: NodeId,
-        pid: u32,
-        copy: &[PathBuf],
-    ) -> Result<(), SnapshotError> {
-        let image = criu.dump(pid, &self.node_dir(node), copy)?;
-        self.add(node, image);
-        Ok(())
-    }
-
-    /// Where node `node`'s image goes (for dumps made elsewhere, then [`PendingSnapshot::add`]).
+    /// Where node `node`'s image goes ([`super::Criu::dump`] into it, then
+    /// [`PendingSnapshot::add`]).
     pub fn node_dir(&self, node: NodeId) -> PathBuf {
         self.dir.join(format!("n{node}"))
     }
