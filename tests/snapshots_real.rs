@@ -98,7 +98,12 @@ fn same_paths(with: &dyn System, without: &dyn System, w: &Workload, strategy: &
     let (plain, p) = explore(without, w, strategy, n);
     let (restored, r) = explore(with, w, strategy, n);
     let what = format!("{}/{} with {strategy}", with.name(), w.name);
-    assert_eq!(p.paths, n, "{what}: the budget ran out");
+    assert_eq!(
+        p.paths,
+        n,
+        "{what}: re-execution ended before the budget: {:?}",
+        p.violation.as_ref().map(|(k, run)| (k, &run.violation))
+    );
     assert_eq!(
         restored, plain,
         "{what}: snapshots changed the explored paths"
