@@ -134,8 +134,10 @@ fn guard_to_sym(e: &GExpr) -> Option<Sym> {
         GExpr::Var { scope, path } if path.len() == 1 => match scope {
             Scope::Node => Sym::N(path[0].clone()),
             Scope::Msg => Sym::M(path[0].clone()),
+            // Conditions over a global state; sets-file guards never hold them.
+            Scope::At(_) => return None,
         },
-        GExpr::Var { .. } => return None,
+        GExpr::Var { .. } | GExpr::Quant(..) => return None,
         GExpr::Not(a) => Sym::Not(Box::new(guard_to_sym(a)?)),
         GExpr::Neg(a) => Sym::Neg(Box::new(guard_to_sym(a)?)),
         GExpr::Len(a) => Sym::Len(Box::new(guard_to_sym(a)?)),

@@ -15,10 +15,24 @@
 //! Values are JSON values; a missing variable is `null`. Ordering compares integers with
 //! integers and strings with strings; anything else is an evaluation error, which callers treat
 //! conservatively (the guard does not hold).
+//!
+//! The same language states [`Condition`]s over a whole global state (a workload's
+//! `[faults] when`). There is no message and no receiving node; instead
+//! ```text
+//! atom += "n" INT "." IDENT ("." IDENT)*       node INT's variable: n2.state
+//!       | ("any" | "all") "(" or ")"           over every node, `n.` naming each in turn
+//! ```
+//! e.g. `n2.state == "FOLLOWING"` or `all(!n.alive || n.zabState == "BROADCAST")`. `alive` is
+//! whether the node is up; a node that is down has no other variables (they read `null`: what
+//! it last reported is not its state now). A node for which the body of `any`/`all` cannot be
+//! evaluated does not satisfy it.
 
 use std::fmt;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
+
+use crate::state::{GlobalState, NodeView};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
@@ -32,12 +46,23 @@ pub enum Expr {
     Neg(Box<Expr>),
     Len(Box<Expr>),
     Bin(Box<Expr>, Op, Box<Expr>),
+    /// `any(e)` / `all(e)` over the nodes of a global state (conditions only).
+    Quant(Quant, Box<Expr>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
+    /// `n.`: the receiving node, or each node inside `any`/`all`.
     Node,
     Msg,
+    /// `nK.`: node K of the global state (conditions only).
+    At(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quant {
+    Any,
+    All,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,14 +100,17 @@ impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expr::Lit(v) => write!(f, "{v}"),
-            Expr::Var { scope, path } => {
-                let s = if *scope == Scope::Node { "n" } else { "m" };
-                write!(f, "{s}.{}", path.join("."))
-            }
+            Expr::Var { scope, path } => match scope {
+                Scope::Node => write!(f, "n.{}", path.join(".")),
+                Scope::Msg => write!(f, "m.{}", path.join(".")),
+                Scope::At(k) => write!(f, "n{k}.{}", path.join(".")),
+            },
             Expr::Not(e) => write!(f, "!{e}"),
             Expr::Neg(e) => write!(f, "-{e}"),
             Expr::Len(e) => write!(f, "len({e})"),
             Expr::Bin(a, op, b) => write!(f, "({a} {} {b})", op.text()),
+            Expr::Quant(Quant::Any, e) => write!(f, "any({e})"),
+            Expr::Quant(Quant::All, e) => write!(f, "all({e})"),
         }
     }
 }
@@ -170,6 +198,10 @@ struct Parser {
     toks: Vec<(usize, Tok)>,
     pos: usize,
     end_col: usize,
+    /// Parsing a [`Condition`] (over a global state) rather than a sets-file guard.
+    condition: bool,
+    /// How many `any`/`all` enclose the current position.
+    quantified: usize,
 }
 
 impl Parser {
@@ -277,28 +309,27 @@ impl Parser {
                     self.expect(")")?;
                     Ok(Expr::Len(Box::new(e)))
                 }
-                "n" | "m" => {
-                    let scope = if id == "n" { Scope::Node } else { Scope::Msg };
-                    let mut path = Vec::new();
-                    while self.eat(".") {
-                        match self.peek().cloned() {
-                            Some(Tok::Ident(f)) => {
-                                self.pos += 1;
-                                path.push(f);
-                            }
-                            _ => return self.err("expected a name after `.`"),
-                        }
-                    }
-                    if path.is_empty() {
+                "any" | "all" if self.condition => {
+                    let q = if id == "any" { Quant::Any } else { Quant::All };
+                    self.expect("(")?;
+                    self.quantified += 1;
+                    let e = self.or()?;
+                    self.quantified -= 1;
+                    self.expect(")")?;
+                    Ok(Expr::Quant(q, Box::new(e)))
+                }
+                _ => match self.scope_of(&id) {
+                    Some(scope) => self.var(scope, &id),
+                    None => {
                         self.pos -= 1;
-                        return self.err(format!("`{id}` must be followed by `.name`"));
+                        let names = if self.condition {
+                            "n0.<var>, n1.<var>, ..., any(...), all(...), true, false, null, len(...)"
+                        } else {
+                            "n.<var>, m.<field>, true, false, null, len(...)"
+                        };
+                        self.err(format!("unknown name `{id}` (use {names})"))
                     }
-                    Ok(Expr::Var { scope, path })
-                }
-                other => {
-                    self.pos -= 1;
-                    self.err(format!("unknown name `{other}` (use n.<var>, m.<field>, true, false, null, len(...))"))
-                }
+                },
             },
             Tok::Sym(s) => {
                 self.pos -= 1;
@@ -308,13 +339,64 @@ impl Parser {
     }
 }
 
-/// Parse a guard.
-pub fn parse(src: &str) -> Result<Expr, ParseError> {
+impl Parser {
+    /// What a name before `.` refers to, if it is a variable's scope here.
+    fn scope_of(&self, id: &str) -> Option<Scope> {
+        match id {
+            "n" => Some(Scope::Node),
+            "m" => Some(Scope::Msg),
+            _ if self.condition => {
+                let k = id.strip_prefix('n')?;
+                if k.is_empty() || !k.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                k.parse().ok().map(Scope::At)
+            }
+            _ => None,
+        }
+    }
+
+    /// The rest of `id.a.b` (the name is consumed).
+    fn var(&mut self, scope: Scope, id: &str) -> Result<Expr, ParseError> {
+        if self.condition {
+            let why = match scope {
+                Scope::Msg => Some("a condition has no message: `m.` is for sets-file guards"),
+                Scope::Node if self.quantified == 0 => Some(
+                    "`n.` names each node only inside any(...) or all(...); name one node as n0, n1, ...",
+                ),
+                _ => None,
+            };
+            if let Some(why) = why {
+                self.pos -= 1;
+                return self.err(why);
+            }
+        }
+        let mut path = Vec::new();
+        while self.eat(".") {
+            match self.peek().cloned() {
+                Some(Tok::Ident(f)) => {
+                    self.pos += 1;
+                    path.push(f);
+                }
+                _ => return self.err("expected a name after `.`"),
+            }
+        }
+        if path.is_empty() {
+            self.pos -= 1;
+            return self.err(format!("`{id}` must be followed by `.name`"));
+        }
+        Ok(Expr::Var { scope, path })
+    }
+}
+
+fn parse_as(src: &str, condition: bool) -> Result<Expr, ParseError> {
     let toks = lex(src)?;
     let mut p = Parser {
         toks,
         pos: 0,
         end_col: src.chars().count() + 1,
+        condition,
+        quantified: 0,
     };
     let e = p.or()?;
     if p.pos < p.toks.len() {
@@ -323,12 +405,132 @@ pub fn parse(src: &str) -> Result<Expr, ParseError> {
     Ok(e)
 }
 
+/// Parse a guard.
+pub fn parse(src: &str) -> Result<Expr, ParseError> {
+    parse_as(src, false)
+}
+
+/// A condition over a global state's nodes, such as a workload's `[faults] when`: the guard
+/// language with `nK.var` and `any(...)`/`all(...)` instead of a receiving node and a message.
+/// Serialised as its text.
+#[derive(Clone, Debug)]
+pub struct Condition {
+    text: String,
+    expr: Expr,
+}
+
+impl Condition {
+    pub fn parse(src: &str) -> Result<Condition, ParseError> {
+        Ok(Condition {
+            text: src.to_string(),
+            expr: parse_as(src, true)?,
+        })
+    }
+
+    /// The text it was parsed from.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Every node it names by number (`n2.` gives 2), ascending.
+    pub fn nodes(&self) -> Vec<usize> {
+        fn walk(e: &Expr, out: &mut Vec<usize>) {
+            match e {
+                Expr::Var {
+                    scope: Scope::At(k),
+                    ..
+                } => out.push(*k),
+                Expr::Not(e) | Expr::Neg(e) | Expr::Len(e) | Expr::Quant(_, e) => walk(e, out),
+                Expr::Bin(a, _, b) => {
+                    walk(a, out);
+                    walk(b, out);
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.expr, &mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Does it hold in `state`? Evaluation errors count as "does not hold".
+    pub fn holds(&self, state: &GlobalState) -> bool {
+        let no_message = Map::new();
+        let env = Env {
+            node: NodeVars::None,
+            msg: &no_message,
+            nodes: &state.nodes,
+        };
+        matches!(self.expr.eval_in(&env), Ok(Value::Bool(true)))
+    }
+}
+
+/// Two conditions are the same when their text is.
+impl PartialEq for Condition {
+    fn eq(&self, other: &Condition) -> bool {
+        self.text == other.text
+    }
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for Condition {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for Condition {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Condition, D::Error> {
+        let text = String::deserialize(d)?;
+        Condition::parse(&text).map_err(|e| serde::de::Error::custom(format!("`{text}`: {e}")))
+    }
+}
+
+/// What an expression reads its variables from.
+#[derive(Clone, Copy)]
+struct Env<'a> {
+    /// What `n.` names.
+    node: NodeVars<'a>,
+    msg: &'a Map<String, Value>,
+    /// The global state's nodes, for `nK.` and `any`/`all`.
+    nodes: &'a [NodeView],
+}
+
+#[derive(Clone, Copy)]
+enum NodeVars<'a> {
+    None,
+    /// A sets-file guard's receiving node.
+    Vars(&'a Map<String, Value>),
+    /// A node of a global state: `alive` is whether it is up, and a down node has no other
+    /// variables.
+    View(&'a NodeView),
+}
+
+impl NodeVars<'_> {
+    fn get(self, name: &str) -> Value {
+        match self {
+            NodeVars::None => Value::Null,
+            NodeVars::Vars(m) => m.get(name).cloned().unwrap_or(Value::Null),
+            NodeVars::View(v) if name == "alive" => Value::Bool(v.alive),
+            NodeVars::View(v) if !v.alive => Value::Null,
+            NodeVars::View(v) => v.vars.get(name).cloned().unwrap_or(Value::Null),
+        }
+    }
+}
+
 impl Expr {
     /// Every `n.` (node) or `m.` (message) variable the expression reads: the first path element.
     pub fn vars(&self, scope: Scope, out: &mut Vec<String>) {
         match self {
             Expr::Var { scope: s, path } if *s == scope => out.push(path[0].clone()),
-            Expr::Not(e) | Expr::Neg(e) | Expr::Len(e) => e.vars(scope, out),
+            Expr::Not(e) | Expr::Neg(e) | Expr::Len(e) | Expr::Quant(_, e) => e.vars(scope, out),
             Expr::Bin(a, _, b) => {
                 a.vars(scope, out);
                 b.vars(scope, out);
@@ -343,33 +545,62 @@ impl Expr {
         node: &Map<String, Value>,
         msg: &Map<String, Value>,
     ) -> Result<Value, EvalError> {
+        self.eval_in(&Env {
+            node: NodeVars::Vars(node),
+            msg,
+            nodes: &[],
+        })
+    }
+
+    fn eval_in(&self, env: &Env) -> Result<Value, EvalError> {
         Ok(match self {
             Expr::Lit(v) => v.clone(),
             Expr::Var { scope, path } => {
-                let root = if *scope == Scope::Node { node } else { msg };
-                let mut v = root.get(&path[0]).cloned().unwrap_or(Value::Null);
+                let mut v = match scope {
+                    Scope::Node => env.node.get(&path[0]),
+                    Scope::Msg => env.msg.get(&path[0]).cloned().unwrap_or(Value::Null),
+                    Scope::At(k) => match env.nodes.get(*k) {
+                        Some(view) => NodeVars::View(view).get(&path[0]),
+                        // A node the state does not have reads as a down one.
+                        None if path[0] == "alive" => Value::Bool(false),
+                        None => Value::Null,
+                    },
+                };
                 for p in &path[1..] {
                     v = v.get(p).cloned().unwrap_or(Value::Null);
                 }
                 v
             }
-            Expr::Not(e) => Value::Bool(!truthy(&e.eval(node, msg)?)?),
-            Expr::Neg(e) => Value::from(-int(&e.eval(node, msg)?)?),
-            Expr::Len(e) => match e.eval(node, msg)? {
+            Expr::Not(e) => Value::Bool(!truthy(&e.eval_in(env)?)?),
+            Expr::Neg(e) => Value::from(-int(&e.eval_in(env)?)?),
+            Expr::Len(e) => match e.eval_in(env)? {
                 Value::Array(a) => a.len().into(),
                 Value::String(s) => s.chars().count().into(),
                 Value::Object(o) => o.len().into(),
                 Value::Null => 0.into(),
                 other => return Err(EvalError(format!("len() of {other}"))),
             },
+            Expr::Quant(q, e) => {
+                let mut each = env.nodes.iter().map(|view| {
+                    let inner = Env {
+                        node: NodeVars::View(view),
+                        ..*env
+                    };
+                    matches!(e.eval_in(&inner), Ok(Value::Bool(true)))
+                });
+                Value::Bool(match q {
+                    Quant::Any => each.any(|b| b),
+                    Quant::All => each.all(|b| b),
+                })
+            }
             Expr::Bin(a, op, b) => {
-                let x = a.eval(node, msg)?;
+                let x = a.eval_in(env)?;
                 match op {
                     // Short-circuit, so `n.x != null && n.x > 1` is safe.
-                    Op::And => Value::Bool(truthy(&x)? && truthy(&b.eval(node, msg)?)?),
-                    Op::Or => Value::Bool(truthy(&x)? || truthy(&b.eval(node, msg)?)?),
+                    Op::And => Value::Bool(truthy(&x)? && truthy(&b.eval_in(env)?)?),
+                    Op::Or => Value::Bool(truthy(&x)? || truthy(&b.eval_in(env)?)?),
                     _ => {
-                        let y = b.eval(node, msg)?;
+                        let y = b.eval_in(env)?;
                         match op {
                             Op::Eq => Value::Bool(x == y),
                             Op::Ne => Value::Bool(x != y),
@@ -472,5 +703,66 @@ mod tests {
         let mut v = Vec::new();
         g.vars(Scope::Node, &mut v);
         assert_eq!(v, vec!["p", "q"]);
+    }
+
+    fn state(nodes: &[(bool, Value)]) -> GlobalState {
+        let views = nodes
+            .iter()
+            .map(|(alive, v)| NodeView {
+                alive: *alive,
+                vars: obj(v.clone()),
+            })
+            .collect();
+        GlobalState::new(views, &[])
+    }
+
+    #[test]
+    fn conditions_read_nodes_by_number_and_over_all_nodes() {
+        let s = state(&[
+            (true, json!({"state": "LEADING", "epoch": 2})),
+            (true, json!({"state": "FOLLOWING", "epoch": 2})),
+            (false, json!({"state": "FOLLOWING", "epoch": 1})),
+        ]);
+        let holds = |c: &str| Condition::parse(c).unwrap().holds(&s);
+        assert!(holds(r#"n1.state == "FOLLOWING""#));
+        // A down node's last report is not its state: only `alive` is known.
+        assert!(!holds(r#"n2.state == "FOLLOWING""#));
+        assert!(holds("!n2.alive && n2.epoch == null"));
+        assert!(holds(r#"any(n.state == "LEADING")"#));
+        assert!(!holds("all(n.epoch == 2)"));
+        assert!(holds("all(!n.alive || n.epoch == 2)"));
+        // A node the body cannot be evaluated for does not satisfy it.
+        assert!(holds("any(n.epoch > 1)"));
+        assert!(!holds("all(n.epoch > 1)"));
+        // A node the state does not have is down.
+        assert!(holds("!n7.alive"));
+        let c = Condition::parse("n2.a == 1 || any(n0.b == n.c) && n5.d").unwrap();
+        assert_eq!(c.nodes(), vec![0, 2, 5]);
+        assert_eq!(
+            serde_json::to_value(&c).unwrap(),
+            json!("n2.a == 1 || any(n0.b == n.c) && n5.d")
+        );
+        let back: Condition = serde_json::from_value(json!("n1.x == 1")).unwrap();
+        assert!(back == Condition::parse("n1.x == 1").unwrap());
+    }
+
+    #[test]
+    fn conditions_name_what_they_cannot_read() {
+        let e = Condition::parse("n.state == 1").unwrap_err();
+        assert_eq!(e.column, 1);
+        assert!(e.message.contains("only inside any"), "{e}");
+        assert!(Condition::parse("m.x == 1")
+            .unwrap_err()
+            .message
+            .contains("no message"));
+        assert!(Condition::parse("nx.state")
+            .unwrap_err()
+            .message
+            .contains("unknown name `nx`"));
+        assert!(Condition::parse("any(n.x == 1").is_err());
+        // Guards keep their own language.
+        assert!(parse("n0.x == 1").is_err());
+        assert!(parse("any(n.x == 1)").is_err());
+        assert!(serde_json::from_value::<Condition>(json!("n.x")).is_err());
     }
 }
