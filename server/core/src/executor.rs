@@ -331,7 +331,9 @@ impl<'r, 'c> Running<'r, 'c> {
         };
         self.step_timed();
         let mut enabled = self.clocks.enabled(pending);
-        self.faults.add_candidates(&mut enabled, &self.clocks);
+        let state = self.run.states.last().expect("initial state");
+        self.faults
+            .add_candidates(&mut enabled, &self.clocks, state);
         enabled
     }
 

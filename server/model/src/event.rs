@@ -51,6 +51,12 @@ impl EventId {
     pub fn reboot(node: NodeId, nth: u32) -> EventId {
         Self::derive(None, nth, EventKind::Reboot, "reboot", None, node)
     }
+
+    /// `node` being down at the start of a run (a workload's `[faults] down`): never an event
+    /// anyone enables, only the cause of what the other nodes notice of it then.
+    pub fn down(node: NodeId) -> EventId {
+        Self::derive(None, 0, EventKind::Crash, "down", None, node)
+    }
 }
 
 impl fmt::Display for EventId {

@@ -158,6 +158,20 @@ impl<P: Protocol> SimTarget<P> {
     }
 }
 
+impl<P: Protocol> SimTarget<P> {
+    /// `node` is down at the start: as crashed before anything happened (its state is what
+    /// the protocol keeps over a crash; the others notice as they would a crash), but no
+    /// crash was spent, so its first reboot is its `0`th.
+    fn put_down(&mut self, node: NodeId) {
+        self.alive[node] = false;
+        self.pending.retain(|p| p.event.to != node);
+        let mut out = Outbox::new(None);
+        self.protocol
+            .crash(node, &mut self.nodes[node], &mut self.env, &mut out);
+        self.absorb(Some(EventId::down(node)), out);
+    }
+}
+
 fn split_msg<M: Serialize>(msg: &M) -> (String, Map<String, Value>) {
     match serde_json::to_value(msg) {
         Ok(Value::Object(mut m)) => {
@@ -183,6 +197,9 @@ impl<P: Protocol> Target for SimTarget<P> {
         self.reboots = vec![0; n];
         self.pending.clear();
         self.absorb(None, out);
+        for &node in workload.down.iter().filter(|&&d| d < n) {
+            self.put_down(node);
+        }
         Ok(())
     }
 
@@ -353,5 +370,21 @@ mod tests {
         assert!(a.crash(0).is_err());
         a.reboot(0).unwrap();
         assert!(a.settle().unwrap().nodes[0].alive);
+    }
+
+    #[test]
+    fn a_node_down_at_the_start_is_down_and_reboots_as_its_first_reboot() {
+        let text = "version = 1\nsystem = \"ping\"\nnodes = 2\nmax_events = 10\n[faults]\nreboots = 1\ndown = [1]\n";
+        let w = Workload::parse(Path::new("ping.toml"), text).unwrap();
+        let mut t = SimTarget::new(Ping);
+        t.start(&w).unwrap();
+        // Its client request was lost with it.
+        assert_eq!(t.pending().len(), 1);
+        assert!(!t.settle().unwrap().nodes[1].alive);
+        assert!(t.crash(1).is_err());
+        t.reboot(1).unwrap();
+        assert!(t.settle().unwrap().nodes[1].alive);
+        assert_eq!(t.reboots[1], 1);
+        assert_eq!(t.crashes[1], 0);
     }
 }

@@ -70,6 +70,17 @@ impl Symmetry {
         self
     }
 
+    /// The same roles without `nodes`, which something outside the system tells apart (a
+    /// workload's fault condition that names them): each keeps a role of its own.
+    pub fn fixing(&self, nodes: &[NodeId]) -> Symmetry {
+        let mut s = self.clone();
+        for g in &mut s.groups {
+            g.retain(|n| !nodes.contains(n));
+        }
+        s.groups.retain(|g| g.len() > 1);
+        s
+    }
+
     fn group_of(&self, node: NodeId) -> Option<usize> {
         self.groups.iter().position(|g| g.contains(&node))
     }

@@ -11,9 +11,23 @@
 //! crashes = 0               # crash budget per run
 //! reboots = 0               # reboot budget per run
 //! crash_nodes = [2]         # nodes that may crash (default: all)
+//! down = [0]                # nodes down at the start (default: none)
+//! when = 'n2.state == "FOLLOWING"'   # offer faults only in states where this holds
 //! [params]                  # system-specific: see [`Workload::params`]
 //! variant = "bug-5925"
 //! ```
+//!
+//! A node in `down` is not started with the others: no process, an empty data directory, and
+//! the global state shows it down exactly as a crashed node. The strategy may bring it up
+//! like a crashed node, and that first start is a reboot: it spends one of `reboots` (no crash
+//! is spent on putting it down). With `reboots = 0` it stays down for the whole run.
+//!
+//! `when` is a [`Condition`] over the global state's nodes, in the language of sets-file
+//! guards ([`crate::guard`]): `n2.state` is node 2's variable, `any(...)`/`all(...)` range `n.`
+//! over every node, `alive` is whether a node is up, and a down node's other variables are
+//! `null`. Crashes *and* reboots are offered only in states where it holds (a condition that
+//! a crash can make false may keep the crashed node down). Errors are reported with the
+//! file, line and column when the workload is loaded.
 
 mod params;
 
@@ -25,6 +39,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::event::NodeId;
+use crate::guard::Condition;
 
 pub const WORKLOAD_VERSION: i64 = 1;
 
@@ -44,6 +59,13 @@ pub enum WorkloadError {
     },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    #[error("{path}:{line}:{column}: faults.when: {message}")]
+    Condition {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     /// `at` is `file:line:column`, or `<workload NAME>` when the parameters were made in code.
     #[error("{at}: {message}")]
     Params { at: String, message: String },
@@ -58,6 +80,10 @@ struct RawFaults {
     reboots: i64,
     #[serde(default)]
     crash_nodes: Option<Vec<i64>>,
+    #[serde(default)]
+    down: Vec<i64>,
+    #[serde(default)]
+    when: Option<toml::Spanned<String>>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -89,6 +115,12 @@ pub struct Workload {
     pub crashes: u32,
     pub reboots: u32,
     pub crash_nodes: Vec<NodeId>,
+    /// Nodes down at the start of every run (ascending); bringing one up is a reboot.
+    #[serde(default)]
+    pub down: Vec<NodeId>,
+    /// Faults are offered only in states where this holds (`[faults] when`).
+    #[serde(default)]
+    pub fault_when: Option<Condition>,
     /// The property this workload's bug is expected to break, for benchmarks and tests.
     pub expect: Option<String>,
     /// System-specific parameters.
@@ -147,25 +179,42 @@ impl Workload {
             crashes: 0,
             reboots: 0,
             crash_nodes: None,
+            down: Vec::new(),
+            when: None,
         });
         let crashes = nonneg("faults.crashes", faults.crashes)? as u32;
         let reboots = nonneg("faults.reboots", faults.reboots)? as u32;
-        let crash_nodes = match faults.crash_nodes {
-            None => (0..nodes).collect(),
-            Some(list) => list
-                .into_iter()
+        let node_list = |what: &str, list: Vec<i64>| -> Result<Vec<NodeId>, WorkloadError> {
+            list.into_iter()
                 .map(|n| {
                     if n < 0 || n as usize >= nodes {
                         Err(invalid(format!(
-                            "faults.crash_nodes names node {n}, but nodes are 0..{}",
+                            "{what} names node {n}, but nodes are 0..{}",
                             nodes - 1
                         )))
                     } else {
                         Ok(n as usize)
                     }
                 })
-                .collect::<Result<_, _>>()?,
+                .collect()
         };
+        let crash_nodes = match faults.crash_nodes {
+            None => (0..nodes).collect(),
+            Some(list) => node_list("faults.crash_nodes", list)?,
+        };
+        let mut down = node_list("faults.down", faults.down)?;
+        down.sort_unstable();
+        down.dedup();
+        if down.len() == nodes {
+            return Err(invalid(format!(
+                "faults.down lists every node (0..{}), but at least one must be up at the start",
+                nodes - 1
+            )));
+        }
+        let fault_when = faults
+            .when
+            .map(|w| condition(path, text, &w, nodes))
+            .transpose()?;
         let params = match serde_json::to_value(&raw.params) {
             Ok(Value::Object(m)) => m,
             _ => Map::new(),
@@ -183,6 +232,8 @@ impl Workload {
             crashes,
             reboots,
             crash_nodes,
+            down,
+            fault_when,
             expect: raw.expect,
             params,
             file: path.into(),
@@ -190,6 +241,33 @@ impl Workload {
             source: Some(text.into()),
         })
     }
+}
+
+/// Parse `[faults] when`, its errors placed in the workload file: the column inside the
+/// condition counts from its string's opening quote (exact for strings without escapes).
+fn condition(
+    path: &Path,
+    text: &str,
+    when: &toml::Spanned<String>,
+    nodes: usize,
+) -> Result<Condition, WorkloadError> {
+    let at = |column_in: usize, message: String| {
+        let (line, column) = line_col(text, when.span().start);
+        WorkloadError::Condition {
+            path: path.into(),
+            line,
+            column: column + column_in,
+            message,
+        }
+    };
+    let c = Condition::parse(when.get_ref()).map_err(|e| at(e.column, e.message))?;
+    if let Some(k) = c.nodes().into_iter().find(|&k| k >= nodes) {
+        return Err(at(
+            1,
+            format!("names node n{k}, but nodes are n0..n{}", nodes - 1),
+        ));
+    }
+    Ok(c)
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -260,5 +338,42 @@ variant = "fixed"
             .unwrap_err()
             .to_string();
         assert!(e.contains("version 7"), "{e}");
+    }
+
+    #[test]
+    fn down_nodes_and_the_fault_condition_are_read_and_checked() {
+        let text = GOOD.replace(
+            "crash_nodes = [2]",
+            "crash_nodes = [2]\ndown = [1, 0, 1]\nwhen = 'n2.state == \"FOLLOWING\"'",
+        );
+        let w = Workload::parse(Path::new("w/x.toml"), &text).unwrap();
+        assert_eq!(w.down, vec![0, 1]);
+        assert_eq!(
+            w.fault_when.as_ref().unwrap().text(),
+            r#"n2.state == "FOLLOWING""#
+        );
+        let err = |from: &str, to: &str| {
+            Workload::parse(Path::new("w/x.toml"), &GOOD.replace(from, to))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = err("crash_nodes = [2]", "down = [3]");
+        assert_eq!(e, "w/x.toml: faults.down names node 3, but nodes are 0..2");
+        let e = err("crash_nodes = [2]", "down = [0, 1, 2]");
+        assert!(e.contains("at least one must be up"), "{e}");
+        // Line 10 is `when = ...`; the error's column is the `>>`'s in the file.
+        let e = err(
+            "crash_nodes = [2]",
+            "crash_nodes = [2]\nwhen = \"n2.x >> 1\"",
+        );
+        assert!(e.starts_with("w/x.toml:10:"), "{e}");
+        assert!(e.contains("faults.when"), "{e}");
+        let col: usize = e.split(':').nth(2).unwrap().parse().unwrap();
+        // The guard parser points at the second `>`.
+        assert_eq!(&"when = \"n2.x >> 1\""[col - 2..col], ">>");
+        let e = err("crash_nodes = [2]", "when = \"n3.alive\"");
+        assert!(e.contains("names node n3, but nodes are n0..n2"), "{e}");
+        let e = err("crash_nodes = [2]", "when = \"n.alive\"");
+        assert!(e.contains("only inside any"), "{e}");
     }
 }

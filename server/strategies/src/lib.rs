@@ -66,6 +66,15 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
             .clone()
             .ok_or_else(|| BuildError::NeedsSets(name.into()))
     };
+    // Faults go where the workload's condition holds: the nodes it names are not
+    // interchangeable with the others.
+    let fixed = ctx
+        .workload
+        .fault_when
+        .as_ref()
+        .map(|c| c.nodes())
+        .unwrap_or_default();
+    let symmetry = || ctx.symmetry.fixing(&fixed);
     Ok(match name {
         "dfs" => Box::new(dfs::Dfs::new(ctx.stateless_dfs)),
         "random" => Box::new(random::RandomWalk::new(ctx.seed)),
@@ -73,8 +82,8 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
         "bdpor" => Box::new(bdpor::new(ctx)),
         "rdpor" => Box::new(rdpor::new(ctx)),
         "brdpor" => Box::new(brdpor::new(ctx)),
-        "samc" => Box::new(samc::new(sets()?, ctx.symmetry.clone(), ctx.seed)),
-        "flymc" => Box::new(flymc::Flymc::new(sets()?, ctx.symmetry.clone(), ctx.flymc)),
+        "samc" => Box::new(samc::new(sets()?, symmetry(), ctx.seed)),
+        "flymc" => Box::new(flymc::Flymc::new(sets()?, symmetry(), ctx.flymc)),
         "faults" => Box::new(faults::Faults::new(ctx.fault_vars)),
         _ => return Err(BuildError::Unknown(name.into())),
     })
