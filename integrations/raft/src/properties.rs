@@ -20,6 +20,22 @@ impl RaftView for Reported {
         e.term
     }
     fn read(vars: &Map<String, Value>) -> Result<Self, String> {
+        // A node down since the start (a workload's `[faults] down`) has reported nothing: it
+        // is as pristine as its empty data directory.
+        if vars.is_empty() {
+            return Ok(Reported {
+                view: NodeView {
+                    term: 0,
+                    voted_for: None,
+                    role: Role::Learner,
+                    leader: None,
+                    log: Vec::new(),
+                    commit: 0,
+                    applied: Vec::new(),
+                },
+                elections_left: None,
+            });
+        }
         Ok(Reported {
             view: serde_json::from_value(Value::Object(vars.clone())).map_err(|e| e.to_string())?,
             elections_left: vars.get("elections_left").and_then(Value::as_u64),

@@ -5,7 +5,8 @@
 //! environment of the hook protocol, and then works entirely through the server: pending events
 //! are what hooks reported, `enable` queues an order at the event's node, `settle` waits until
 //! every node has reported done (quiescence; no sleeps), `crash` is SIGKILL, `reboot` starts the
-//! node again on its data directory as a new incarnation, `stop` kills everything.
+//! node again on its data directory as a new incarnation, `stop` kills everything. A node the
+//! workload has down at the start is not launched until its first reboot.
 //!
 //! A system integrates by building a [`RealConfig`]: how to start node `i` (program, arguments,
 //! environment; it gets every node's slot), the workload's client requests, and how long a node
@@ -29,7 +30,9 @@ pub use crate::eventserver::ClientRequest;
 /// What [`RealConfig::command`] is given to build a node's command line.
 pub struct Launch<'a> {
     pub node: NodeId,
-    /// 0 at the start of a run, then +1 per reboot.
+    /// 0 for the node's first process of the run (at the start, or at the first reboot of a
+    /// node the workload has down at the start), then +1 per reboot. The data directory is
+    /// empty before incarnation 0.
     pub incarnation: u32,
     /// Every node's slot (address, data directory), in node order.
     pub slots: &'a [NodeSlot],
@@ -354,7 +357,15 @@ impl Target for RealTarget {
         server.begin_run(n, &self.cfg.clients);
         self.late_base = server.stats().late_events;
         self.running = true;
-        for node in 0..n {
+        // Nodes down at the start are not launched: their data directories stay empty until
+        // a reboot starts them. The others notice they are down as they would a crash.
+        for &node in &workload.down {
+            server.down(node);
+            if self.cfg.notices {
+                server.notice(EventId::down(node), "crashed", node);
+            }
+        }
+        for node in (0..n).filter(|node| !workload.down.contains(node)) {
             self.launch(node, 0)?;
         }
         self.quiet()

@@ -183,6 +183,11 @@ impl EventServer {
         self.shared.wake_pollers(Some(node));
     }
 
+    /// Mark `node` down from the start of the run, never started (before any node starts).
+    pub fn down(&self, node: NodeId) {
+        self.shared.with(|st| st.down(node));
+    }
+
     /// Drop the pending messages `node` sent (after its crash).
     pub fn lose_outbound(&self, node: NodeId) {
         self.shared.with(|st| st.lose_outbound(node));

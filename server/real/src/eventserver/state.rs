@@ -101,6 +101,8 @@ struct NodeState {
     pausable: bool,
     /// A pause asked of it (its number), and whether the hook has paused.
     pause: Option<(u64, bool)>,
+    /// Down since the start of the run, never started: its first process is incarnation 0.
+    unstarted: bool,
 }
 
 impl NodeState {
@@ -120,6 +122,7 @@ impl NodeState {
             exited: None,
             pausable: false,
             pause: None,
+            unstarted: false,
         }
     }
 
@@ -807,12 +810,29 @@ impl RunState {
         }
     }
 
-    /// `node` is being rebooted (its `nth` reboot) as a new incarnation; returns it.
+    /// `node` is down at the start of this run (a workload's `[faults] down`): it has no
+    /// process, what was pending at it (its client requests) is lost, and its first reboot
+    /// starts its first process, incarnation 0.
+    pub fn down(&mut self, node: NodeId) {
+        let s = &mut self.nodes[node];
+        s.alive = false;
+        s.unstarted = true;
+        for rec in self.events.values_mut() {
+            if rec.event.to == node && rec.status == Status::Pending {
+                rec.status = Status::Dropped;
+            }
+        }
+    }
+
+    /// `node` is being rebooted (its `nth` reboot) as a new incarnation; returns it. A node
+    /// down since the start gets its first, 0; its startup events are the reboot's either way,
+    /// so their identities are the same in every re-run.
     pub fn reboot(&mut self, node: NodeId, nth: u32) -> u32 {
         let id = EventId::reboot(node, nth);
         let s = &mut self.nodes[node];
         let vars = std::mem::take(&mut s.vars);
-        *s = NodeState::fresh(s.incarnation + 1, Some(id));
+        let incarnation = if s.unstarted { 0 } else { s.incarnation + 1 };
+        *s = NodeState::fresh(incarnation, Some(id));
         s.vars = vars;
         self.gens.insert(id, self.actions);
         self.actions += 1;
