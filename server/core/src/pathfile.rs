@@ -1,11 +1,12 @@
 //! Path files: a run written down so `flymc replay` can re-execute it deterministically.
 //!
-//! Versioned JSON holding the system, the workload (with a hash of its file), the strategy and
-//! seed, the events by identity, every state seen, and the violation.
+//! Versioned JSON holding the system, the workload (with a hash of its file, and the nodes down
+//! at the start and the fault condition it was run with), the strategy and seed, the events by
+//! identity, every state seen, and the violation.
 
 use std::path::{Path, PathBuf};
 
-use flymc_model::{EventId, GlobalState, Violation, Workload};
+use flymc_model::{EventId, GlobalState, NodeId, Violation, Workload};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -35,6 +36,37 @@ pub struct WorkloadRef {
     pub file: PathBuf,
     /// SHA-256 of that file when the path was recorded.
     pub sha256: String,
+    /// The nodes down at the start of the run ([`Workload::down`]); none in files written
+    /// before flymc knew them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub down: Vec<NodeId>,
+    /// The condition faults were offered under ([`Workload::fault_when`]); none: everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_when: Option<String>,
+}
+
+impl WorkloadRef {
+    /// What `w` is run with, as a path file records it.
+    pub fn of(w: &Workload) -> WorkloadRef {
+        WorkloadRef {
+            name: w.name.clone(),
+            file: w.file.clone(),
+            sha256: w.sha256.clone(),
+            down: w.down.clone(),
+            fault_when: w.fault_when.as_ref().map(|c| c.text().to_string()),
+        }
+    }
+
+    /// How `[faults] down` and `when` read, for messages.
+    pub fn faults_text(&self) -> String {
+        format!(
+            "down = {:?}, when = {}",
+            self.down,
+            self.fault_when
+                .as_deref()
+                .map_or("(none)".to_string(), |c| format!("'{c}'"))
+        )
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -91,11 +123,7 @@ impl PathFile {
             version: VERSION,
             flymc_version: env!("CARGO_PKG_VERSION").into(),
             system: workload.system.clone(),
-            workload: WorkloadRef {
-                name: workload.name.clone(),
-                file: workload.file.clone(),
-                sha256: workload.sha256.clone(),
-            },
+            workload: WorkloadRef::of(workload),
             strategy: strategy.into(),
             seed,
             path_number,

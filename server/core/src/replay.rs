@@ -5,7 +5,7 @@ use std::path::Path;
 use flymc_model::{GlobalState, System, Violation, Workload};
 
 use crate::executor::{ExecError, Executor};
-use crate::pathfile::PathFile;
+use crate::pathfile::{PathFile, WorkloadRef};
 use crate::plan::{Plan, Tail};
 use crate::run::Ending;
 use crate::workloads;
@@ -14,6 +14,12 @@ use crate::workloads;
 pub enum ReplayError {
     #[error("the workload file {file} changed since this path was recorded (sha256 {now}, recorded {then}); restore it or re-run the exploration to record a new path")]
     WorkloadChanged {
+        file: String,
+        now: String,
+        then: String,
+    },
+    #[error("the path was recorded with [faults] {then}, but the workload file {file} now says {now}; restore it or re-run the exploration to record a new path")]
+    FaultsChanged {
         file: String,
         now: String,
         then: String,
@@ -50,7 +56,8 @@ pub enum ReplayOutcome {
     },
 }
 
-/// The path's workload, after checking that its file is the one the path was recorded with.
+/// The path's workload, after checking that its file is the one the path was recorded with and
+/// that it puts the same nodes down at the start and offers faults under the same condition.
 pub fn workload_for(path: &PathFile, folder: Option<&Path>) -> Result<Workload, ReplayError> {
     let w = if path.workload.file.is_file() {
         Workload::load(&path.workload.file).map_err(workloads::FindError::from)?
@@ -64,6 +71,15 @@ pub fn workload_for(path: &PathFile, folder: Option<&Path>) -> Result<Workload, 
             )
         })?
     };
+    // Before the file's hash, which would refuse it too, so the message says what changed.
+    let now = WorkloadRef::of(&w);
+    if (&now.down, &now.fault_when) != (&path.workload.down, &path.workload.fault_when) {
+        return Err(ReplayError::FaultsChanged {
+            file: w.file.display().to_string(),
+            now: now.faults_text(),
+            then: path.workload.faults_text(),
+        });
+    }
     if w.sha256 != path.workload.sha256 {
         return Err(ReplayError::WorkloadChanged {
             file: w.file.display().to_string(),
