@@ -178,7 +178,7 @@ impl<'r, 'c> Running<'r, 'c> {
                 target.settle().map_err(err)?
             }
         };
-        let props = exec.system.properties(w);
+        let props = flymc_model::exceptions::run_properties(exec.system, w);
         let mut timing = crate::timing::PathTiming::default();
         let took = began.elapsed();
         if restored.is_some() {

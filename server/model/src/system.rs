@@ -48,6 +48,12 @@ pub trait System: Send + Sync {
     fn fault_vars(&self) -> Option<&'static [&'static str]> {
         None
     }
+    /// Exceptions its nodes catch as a matter of course (a closed connection when a peer
+    /// crashes, an interrupt at shutdown): regular expressions over `TYPE: MESSAGE in WHERE`
+    /// that `no-exception` lets pass (see [`crate::exceptions`]). A workload adds its own.
+    fn allowed_exceptions(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Every message kind (event name) its nodes can receive, for checking sets files;
     /// `None` when the system cannot say.
     fn message_kinds(&self) -> Option<Vec<&'static str>> {

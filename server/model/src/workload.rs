@@ -101,6 +101,12 @@ struct RawWorkload {
     faults: Option<RawFaults>,
     #[serde(default)]
     params: toml::Table,
+    /// `[exceptions] allow = [...]`, `system = true` (crate::exceptions).
+    #[serde(default)]
+    exceptions: Option<crate::exceptions::ExceptionRules>,
+    /// `[logs] patterns = [...]` (crate::exceptions).
+    #[serde(default)]
+    logs: Option<crate::exceptions::LogRules>,
 }
 
 /// A parsed, validated workload.
@@ -132,6 +138,10 @@ pub struct Workload {
     /// The file's text, kept to give parameter errors a line and column.
     #[serde(skip)]
     source: Option<Arc<str>>,
+    #[serde(default)]
+    exceptions: crate::exceptions::ExceptionRules,
+    #[serde(default)]
+    logs: crate::exceptions::LogRules,
 }
 
 impl Workload {
@@ -215,6 +225,12 @@ impl Workload {
             .when
             .map(|w| condition(path, text, &w, nodes))
             .transpose()?;
+        let exceptions = raw.exceptions.unwrap_or_default();
+        let logs = raw.logs.unwrap_or_default();
+        crate::exceptions::compile(&exceptions.allow)
+            .map_err(|e| invalid(format!("exceptions.allow: {e}")))?;
+        crate::exceptions::compile(&logs.patterns)
+            .map_err(|e| invalid(format!("logs.patterns: {e}")))?;
         let params = match serde_json::to_value(&raw.params) {
             Ok(Value::Object(m)) => m,
             _ => Map::new(),
@@ -239,7 +255,19 @@ impl Workload {
             file: path.into(),
             sha256: sha256_hex(text.as_bytes()),
             source: Some(text.into()),
+            exceptions,
+            logs,
         })
+    }
+
+    /// The workload's `[exceptions]` table (allow list of caught exceptions).
+    pub fn exception_rules(&self) -> &crate::exceptions::ExceptionRules {
+        &self.exceptions
+    }
+
+    /// The workload's `[logs]` table (patterns of node log lines that are findings).
+    pub fn log_rules(&self) -> &crate::exceptions::LogRules {
+        &self.logs
     }
 }
 
