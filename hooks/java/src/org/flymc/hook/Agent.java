@@ -15,6 +15,8 @@ import java.util.regex.Pattern;
 import org.objectweb.asm.ClassReader;
 import org.objectweb.asm.ClassVisitor;
 import org.objectweb.asm.ClassWriter;
+import org.objectweb.asm.Handle;
+import org.objectweb.asm.Label;
 import org.objectweb.asm.MethodVisitor;
 import org.objectweb.asm.Opcodes;
 import org.objectweb.asm.Type;
@@ -105,10 +107,20 @@ public final class Agent {
         }
     }
 
+    @SuppressWarnings("unchecked")
     private static void done(String id, Expr state) {
         Map<String, Object> b = Hook.base();
         b.put("event", id);
-        b.put("state", state(state));
+        Object s = state(state);
+        // Generic for every system whose state is an object: what `exception` points recorded
+        // this incarnation; absent while there is nothing, so such states hash as before.
+        List<Object> ex = Hook.exceptionRecords();
+        if (ex != null && s instanceof Map) {
+            Map<String, Object> m = new LinkedHashMap<>((Map<String, Object>) s);
+            m.put("exceptions", ex);
+            s = m;
+        }
+        b.put("state", s);
         Hook.net.post("done", b, false);
     }
 
@@ -299,12 +311,25 @@ public final class Agent {
 
     /** Rewrites one method: configured points first, then every blocking call. */
     static final class Site extends AdviceAdapter {
-        final String cls, meth;
+        final String cls, meth, desc;
         final boolean isStatic;
         final Map<Integer, Integer> seen = new LinkedHashMap<>();
 
         final List<Bridge> bridges;
         final boolean itf;
+
+        /** `exception` points: record what this method's catch blocks catch ... */
+        final boolean catches;
+        /** ... and what escapes it (a point that names this method). */
+        final boolean escapes;
+        /** "pkg.Class.method", as records name it. */
+        final String where;
+        /** Handlers of typed catch blocks (a finally block's handler has no type: not these). */
+        final java.util.Set<Label> handlers = new java.util.HashSet<>();
+        /** A typed handler's label was just visited: record before its first instruction. */
+        boolean atHandler;
+        /** Where the body starts, for the catch-all that records escaping exceptions. */
+        Label bodyStart;
 
         Site(MethodVisitor mv, int acc, String meth, String desc, String cls, List<Bridge> bridges, boolean itf) {
             super(Opcodes.ASM9, mv, acc, meth, desc);
@@ -312,11 +337,177 @@ public final class Agent {
             this.itf = itf;
             this.cls = cls;
             this.meth = meth;
+            this.desc = desc;
             this.isStatic = (acc & Opcodes.ACC_STATIC) != 0;
+            boolean c = false, e = false;
+            for (Point p : Hook.points) {
+                if (p.coversHandlers(cls, meth)) {
+                    c = true;
+                    e |= p.method != null;
+                }
+            }
+            this.catches = c;
+            this.escapes = e && !meth.equals("<clinit>");
+            this.where = cls.replace('/', '.') + "." + meth;
+        }
+
+        @Override
+        public void visitTryCatchBlock(Label start, Label end, Label handler, String type) {
+            if (catches && type != null) {
+                handlers.add(handler);
+            }
+            super.visitTryCatchBlock(start, end, handler, type);
+        }
+
+        @Override
+        public void visitLabel(Label l) {
+            super.visitLabel(l);
+            if (handlers.contains(l)) {
+                atHandler = true;
+            }
+        }
+
+        /**
+         * At a typed handler, before its first instruction (after its label, line number and
+         * stack map frame, so no frame moves): Hook.caught(the exception, where), leaving the
+         * exception on the stack as it was.
+         */
+        private void atInsn() {
+            if (!atHandler) {
+                return;
+            }
+            atHandler = false;
+            mv.visitInsn(DUP);
+            mv.visitLdcInsn(where);
+            mv.visitMethodInsn(INVOKESTATIC, HOOK, "caught", "(Ljava/lang/Throwable;Ljava/lang/String;)V", false);
+        }
+
+        @Override
+        public void visitInsn(int op) {
+            atInsn();
+            super.visitInsn(op);
+        }
+
+        @Override
+        public void visitIntInsn(int op, int operand) {
+            atInsn();
+            super.visitIntInsn(op, operand);
+        }
+
+        @Override
+        public void visitVarInsn(int op, int var) {
+            atInsn();
+            super.visitVarInsn(op, var);
+        }
+
+        @Override
+        public void visitTypeInsn(int op, String type) {
+            atInsn();
+            super.visitTypeInsn(op, type);
+        }
+
+        @Override
+        public void visitFieldInsn(int op, String owner, String name, String d) {
+            atInsn();
+            super.visitFieldInsn(op, owner, name, d);
+        }
+
+        @Override
+        public void visitInvokeDynamicInsn(String name, String d, Handle bsm, Object... args) {
+            atInsn();
+            super.visitInvokeDynamicInsn(name, d, bsm, args);
+        }
+
+        @Override
+        public void visitJumpInsn(int op, Label l) {
+            atInsn();
+            super.visitJumpInsn(op, l);
+        }
+
+        @Override
+        public void visitLdcInsn(Object v) {
+            atInsn();
+            super.visitLdcInsn(v);
+        }
+
+        @Override
+        public void visitIincInsn(int var, int inc) {
+            atInsn();
+            super.visitIincInsn(var, inc);
+        }
+
+        @Override
+        public void visitTableSwitchInsn(int min, int max, Label dflt, Label... labels) {
+            atInsn();
+            super.visitTableSwitchInsn(min, max, dflt, labels);
+        }
+
+        @Override
+        public void visitLookupSwitchInsn(Label dflt, int[] keys, Label[] labels) {
+            atInsn();
+            super.visitLookupSwitchInsn(dflt, keys, labels);
+        }
+
+        @Override
+        public void visitMultiANewArrayInsn(String d, int dims) {
+            atInsn();
+            super.visitMultiANewArrayInsn(d, dims);
+        }
+
+        /**
+         * A catch-all around the body (from after a constructor's super call) that records what
+         * escapes and throws it on. Its handler comes last in the exception table, so every
+         * handler of the method's own takes precedence; its frame is the method's arguments.
+         */
+        @Override
+        public void visitMaxs(int maxStack, int maxLocals) {
+            if (bodyStart != null) {
+                Label end = new Label();
+                Label handler = new Label();
+                mv.visitLabel(end);
+                mv.visitTryCatchBlock(bodyStart, end, handler, "java/lang/Throwable");
+                mv.visitLabel(handler);
+                List<Object> locals = new ArrayList<>();
+                if (!isStatic) {
+                    locals.add(cls);
+                }
+                for (Type t : Type.getArgumentTypes(desc)) {
+                    locals.add(frameType(t));
+                }
+                mv.visitFrame(F_NEW, locals.size(), locals.toArray(), 1, new Object[] {"java/lang/Throwable"});
+                mv.visitInsn(DUP);
+                mv.visitLdcInsn(where);
+                mv.visitMethodInsn(INVOKESTATIC, HOOK, "escaped", "(Ljava/lang/Throwable;Ljava/lang/String;)V", false);
+                mv.visitInsn(ATHROW);
+            }
+            super.visitMaxs(maxStack, maxLocals);
+        }
+
+        private static Object frameType(Type t) {
+            switch (t.getSort()) {
+            case Type.BOOLEAN:
+            case Type.BYTE:
+            case Type.CHAR:
+            case Type.SHORT:
+            case Type.INT:
+                return INTEGER;
+            case Type.LONG:
+                return LONG;
+            case Type.FLOAT:
+                return FLOAT;
+            case Type.DOUBLE:
+                return DOUBLE;
+            default:
+                return t.getInternalName();
+            }
         }
 
         @Override
         protected void onMethodEnter() {
+            if (escapes) {
+                bodyStart = new Label();
+                mv.visitLabel(bodyStart);
+            }
             for (Point p : Hook.points) {
                 if ((p.kind.equals("disk") || p.kind.equals("record")) && p.callOwner == null && cls.equals(p.in) && meth.equals(p.method)) {
                     push(p.id);
@@ -362,6 +553,7 @@ public final class Agent {
 
         @Override
         public void visitMethodInsn(int op, String owner, String name, String desc, boolean itf) {
+            atInsn();
             // The nth call of this method to the same owner.name(desc), counted once per site.
             int n = seen.merge((owner + "." + name + desc).hashCode(), 1, Integer::sum);
             for (Point p : Hook.points) {

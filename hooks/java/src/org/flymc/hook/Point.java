@@ -6,10 +6,11 @@ import java.util.Map;
 
 /** One configured interception point (see hooks/java/README.md for the configuration format). */
 final class Point {
-    /** send, suppress, timer, read, close, disk, capture, deliver, client. */
+    /** send, suppress, timer, read, close, disk, capture, record, wake, deliver, client, exception. */
     final String kind;
     final int id;
-    /** Class name prefix (internal form, a/b/C) the point applies in; for capture the exact class. */
+    /** Class name prefix (internal form, a/b/C) the point applies in; for capture the exact class;
+     *  for exception a class or, ending in '/', a package prefix. */
     final String in;
     /** Method the point is in (call sites) or at (entry); null = any. */
     final String method;
@@ -92,6 +93,17 @@ final class Point {
     boolean matchesCall(String cls, String meth, String owner, String nm, String desc) {
         return callOwner != null && inClass(cls) && (method == null || method.equals(meth))
             && callName.equals(nm) && callDesc.equals(desc) && (callOwner.equals(owner) || callOwner.equals("*"));
+    }
+
+    /**
+     * An exception point covers method meth of class cls: `in` is that class (or an outer class
+     * of it) or a package prefix ending in '.', and `method`, if given, is meth.
+     */
+    boolean coversHandlers(String cls, String meth) {
+        if (!kind.equals("exception") || (method != null && !method.equals(meth))) {
+            return false;
+        }
+        return in.endsWith("/") ? cls.startsWith(in) : inClass(cls);
     }
 
     String name(Map<String, Object> env) {
