@@ -36,10 +36,17 @@
 //! [`Hook::timer`] events flymc enables); report in [`Hook::done`] every variable that decides
 //! the node's future behaviour.
 //!
+//! What the node caught: a panic of any of its threads (the hook installs a panic hook when it
+//! connects, chaining the one before) and an error a handler hands to [`Hook::error`] or
+//! [`Hook::failed`] (or the free [`error`] / [`failed`], for code without a `Hook`) become
+//! records `{type, message, where, frames}` that every later state reports as the node
+//! variable `exceptions`; flymc's `no-exception` property fires on those no allow pattern covers.
+//!
 //! Watchdog: when the event server goes away (flymc exited or was killed) or says this node is
 //! stale, the hook ends the process with exit code [`EXIT_SERVER_GONE`], so no node outlives
 //! its checker (unless [`HookConfig::exit_when_server_gone`] is off).
 
+mod caught;
 mod client;
 mod order;
 pub mod protocol;
@@ -53,6 +60,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
+pub use caught::{error, failed, EXCEPTIONS_VAR};
 use client::{Client, Lane};
 use order::Local;
 use protocol::{
@@ -294,6 +302,7 @@ impl Hook {
     /// Register with the server and start receiving enable orders. Must run inside a tokio
     /// runtime.
     pub async fn connect(cfg: HookConfig) -> Result<Hook, HookError> {
+        caught::install_panic_hook();
         let client = Arc::new(Client::new(cfg.server.clone(), cfg.token.clone()));
         let reply: RegisterReply = client
             .post(
@@ -507,7 +516,23 @@ impl Hook {
         self.finish(state_map(state)?).await
     }
 
-    async fn finish(&self, state: Map<String, Value>) -> Result<(), HookError> {
+    /// A handler met an error it does not return (it logs it, or the request is lost): record
+    /// it as kind `kind` with `message`, where this is called. The next reported state has it
+    /// in `exceptions`.
+    #[track_caller]
+    pub fn error(&self, kind: &str, message: impl std::fmt::Display) {
+        caught::error(kind, message);
+    }
+
+    /// Like [`Hook::error`] for an error value: its type (without generic parameters) is the
+    /// kind, its message with its sources the message.
+    #[track_caller]
+    pub fn failed<E: std::error::Error + ?Sized>(&self, err: &E) {
+        caught::failed(err);
+    }
+
+    async fn finish(&self, mut state: Map<String, Value>) -> Result<(), HookError> {
+        caught::add_to(&mut state);
         self.wait(|l| (l.outstanding == 0).then_some(())).await?;
         let event = self
             .inner

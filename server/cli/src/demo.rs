@@ -174,6 +174,7 @@ impl System for DemoSystem {
             "ack",
             "hang",
             "exit",
+            "fail",
             "ping",
             "tick",
             "disk:state",

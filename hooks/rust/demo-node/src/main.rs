@@ -8,6 +8,8 @@
 //! - message `echo {value}`: `sum += value`; with `--ack`, answers `ack` to the sender.
 //! - message `ack`: `acks += 1`. Timers (armed at startup with `--timer NAME`): `ticks += 1`.
 //! - client `rearm`: cancels this node's startup timers that have not fired and arms them anew.
+//! - client `fail {panic}`: records an error through `Hook::error` (with `panic = true`, a
+//!   thread of the node panics instead); both show in the state's `exceptions`.
 //! - client `hang`: never reports done (tests hang detection); client `exit {code}`: exits.
 //!
 //! Bench mode (`--mode bench`), state `{pings, send_us}`: `ping {left}` (client or message)
@@ -189,6 +191,16 @@ async fn counter(hook: Hook, a: Args) -> Result<(), HookError> {
                     *id = hook.timer(name, json!({})).await?;
                 }
                 c.trace.push("rearm".into());
+            }
+            (Kind::Client, "fail") => {
+                if d.fields.get("panic").and_then(Value::as_bool) == Some(true) {
+                    // A thread of the node panics; the node goes on, as a server whose worker
+                    // died would.
+                    let _ = std::thread::spawn(|| panic!("demo: asked to panic")).join();
+                } else {
+                    hook.error("demo-error", format!("asked to fail ({value})"));
+                }
+                c.trace.push("fail".into());
             }
             (Kind::Client, "hang") => std::future::pending::<()>().await,
             (Kind::Client, "exit") => std::process::exit(d.field_i64("code").unwrap_or(3) as i32),

@@ -436,6 +436,7 @@ impl RaftLib for Node {
         if pristine {
             if let Err(e) = self.raft.initialize(self.members.clone()).await {
                 tracing::warn!("initialize: {e}");
+                flymc_hook::error("raft-initialize", &e);
             }
         } else {
             tokio::time::advance(ELECTION_TIMEOUT).await;

@@ -336,8 +336,13 @@ impl<R: RaftLib> Driver<R> {
                             )
                             .await?;
                     }
-                    // The library refused to answer (it is shutting down): the request is lost.
-                    Err(e) => tracing::warn!("n{}: {name} from n{from}: {e}", self.me),
+                    // The library refused to answer (it is shutting down): the request is
+                    // lost, and a node that never shuts down under flymc should not get here.
+                    Err(e) => {
+                        tracing::warn!("n{}: {name} from n{from}: {e}", self.me);
+                        self.hook
+                            .error("raft-request-refused", format!("{name} from n{from}: {e}"));
+                    }
                 }
             }
             (Kind::Message, name) if name.ends_with("-reply") => {

@@ -555,12 +555,14 @@ impl RaftLib for Node {
         };
         if let Err(e) = res {
             tracing::warn!("election: {e}");
+            flymc_hook::error("raft-election", &e);
         }
     }
 
     async fn heartbeat(&self) {
         if let Err(e) = self.raft.trigger().heartbeat().await {
             tracing::warn!("heartbeat: {e}");
+            flymc_hook::error("raft-heartbeat", &e);
         }
     }
 
