@@ -9,6 +9,7 @@
 
 pub mod cluster;
 pub mod eventserver;
+mod logscan;
 pub mod snapshot;
 mod target;
 

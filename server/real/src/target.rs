@@ -67,6 +67,9 @@ pub struct RealConfig {
     /// A crash also loses the messages the node sent that flymc has not delivered yet (they
     /// were still in its send buffers). Off: they are delivered later like any other.
     pub crash_loses_outbound: bool,
+    /// Regular expressions over node log lines that are findings (`no-error-log`), the
+    /// system's; a workload adds `[logs] patterns` (see server/real/src/logscan.rs).
+    pub log_patterns: Vec<String>,
 }
 
 impl RealConfig {
@@ -86,7 +89,13 @@ impl RealConfig {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             notices: false,
             crash_loses_outbound: false,
+            log_patterns: Vec::new(),
         }
+    }
+
+    pub fn log_patterns(mut self, patterns: &[&str]) -> RealConfig {
+        self.log_patterns = patterns.iter().map(|p| p.to_string()).collect();
+        self
     }
 
     pub fn clients(mut self, clients: Vec<ClientRequest>) -> RealConfig {
@@ -139,6 +148,8 @@ pub struct RealTarget {
     late_base: u64,
     /// What the server and this target knew at each checkpoint the backend keeps.
     kept: HashMap<u64, Kept>,
+    /// Node log lines that match the log patterns, added to every settled state.
+    logs: crate::logscan::LogScan,
 }
 
 /// A checkpoint's run besides its processes and directories (which the backend keeps).
@@ -172,6 +183,7 @@ impl RealTarget {
             late_base: 0,
             deferred: Mutex::new(None),
             kept: HashMap::new(),
+            logs: Default::default(),
         }
     }
 
@@ -522,7 +534,11 @@ impl Target for RealTarget {
     fn settle(&mut self) -> Result<GlobalState, TargetError> {
         self.take_deferred()?;
         self.quiet()?;
-        Ok(self.srv()?.snapshot())
+        let mut state = self.srv()?.snapshot();
+        let w = self.workload.as_ref();
+        self.logs
+            .scan(&self.cfg.log_patterns, w, &self.slots, &mut state);
+        Ok(state)
     }
 
     fn crash(&mut self, node: NodeId) -> Result<(), TargetError> {
