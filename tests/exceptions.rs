@@ -18,7 +18,7 @@ use flymc_core::explore::{explore_with, ExploreConfig};
 use flymc_core::pathfile::PathFile;
 use flymc_core::replay::{replay, ReplayOutcome};
 use flymc_core::run::Run;
-use flymc_model::exceptions::{compile, subject, NO_EXCEPTION};
+use flymc_model::exceptions::{compile, subject, NO_ERROR_LOG, NO_EXCEPTION};
 use flymc_model::{System, Workload};
 use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
 use serde_json::{json, Value};
@@ -145,6 +145,31 @@ fn an_allowed_error_is_in_the_state_but_no_finding() {
     // A node that caught nothing reports no such variable (its states hash as before).
     assert_eq!(last.var(1, "exceptions"), None);
     assert_eq!(runs[0].states[0].var(0, "exceptions"), None::<&Value>);
+}
+
+#[test]
+fn a_log_line_a_workload_pattern_matches_is_a_no_error_log_finding_that_replays() {
+    let sys = demo();
+    // The demo node logs requests it does not know; the group keeps the request id out.
+    let w = demo_workload(
+        "[logs]\npatterns = ['flymc-demo-node: (ignoring \\w+ `\\w+`)']",
+        "[{ to = 0, name = \"add\", value = 1 }, { to = 1, name = \"bogus\" }]",
+    );
+    let runs = explore(&sys, &w, 3);
+    let (i, run) = runs
+        .iter()
+        .enumerate()
+        .find(|(_, r)| r.violation.is_some())
+        .expect("a violation");
+    let v = run.violation.clone().unwrap();
+    assert_eq!(v.property, NO_ERROR_LOG, "{v}");
+    assert_eq!(v.message, "n1 logged: ignoring Client `bogus`");
+    assert_eq!(v.step, step_of(run, "bogus"));
+    let file = PathFile::from_run(&w, "dfs", 0, i as u64 + 1, run);
+    match replay(&file, &sys, &w).unwrap() {
+        ReplayOutcome::Reproduced(again) => assert_eq!(again, v),
+        other => panic!("not reproduced: {other:?}"),
+    }
 }
 
 #[test]

@@ -85,6 +85,7 @@ fn explore_runs(
         sets: systems::load_sets(system.as_ref(), &w, None).unwrap(),
         flymc: opts,
         fault_vars: system.fault_vars(),
+        disk_state: true,
     };
     let mut s = strategy::build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {

@@ -49,6 +49,7 @@ fn explore(w: &Workload, strategy_name: &str, seed: u64, paths: u64) -> Vec<Run>
             parallel_flips: true,
         },
         fault_vars: system.fault_vars(),
+        disk_state: true,
     };
     let mut s = strategy::build(strategy_name, &ctx).unwrap();
     let cfg = ExploreConfig {

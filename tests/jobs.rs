@@ -43,6 +43,7 @@ fn build(system: &dyn System, w: &Workload, name: &str, opts: FlymcOptions) -> B
         sets: systems::load_sets(system, w, None).unwrap(),
         flymc: opts,
         fault_vars: system.fault_vars(),
+        disk_state: true,
     };
     strategy::build(name, &ctx).unwrap()
 }

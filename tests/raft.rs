@@ -65,6 +65,7 @@ fn explore(
             parallel_flips: true,
         },
         fault_vars: system.fault_vars(),
+        disk_state: true,
     };
     let mut strat = strategy::build(name, &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -554,6 +555,7 @@ fn flymc_moves_a_crash_of_n0_back_before_the_appends_it_sent() {
         sets,
         flymc: FlymcOptions::default(),
         fault_vars: sys.fault_vars(),
+        disk_state: true,
     };
     let mut strat = TowardsTheCrash {
         inner: strategy::build("flymc", &ctx).unwrap(),

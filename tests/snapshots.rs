@@ -153,6 +153,7 @@ fn explore(
         sets: systems::load_sets(system, &w, None).unwrap(),
         flymc: FlymcOptions::default(),
         fault_vars: system.fault_vars(),
+        disk_state: true,
     };
     let mut s = strategy::build(strat, &ctx).unwrap();
     let cfg = ExploreConfig {

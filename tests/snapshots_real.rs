@@ -73,6 +73,7 @@ fn explore(
         sets: systems::load_sets(system, w, None).unwrap(),
         flymc: FlymcOptions::default(),
         fault_vars: system.fault_vars(),
+        disk_state: true,
     };
     let mut s = strategy::build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -178,6 +179,7 @@ fn a_hang_after_a_restore_is_a_finding_and_leaves_nothing() {
                     None,
                     None,
                     Some(&mut snaps),
+                    None,
                 )
                 .expect("a hang is a finding");
             assert_eq!(run.ending, Ending::Hang { step: 1 }, "path {path}");

@@ -314,6 +314,7 @@ impl Hook {
                     incarnation: cfg.incarnation,
                     pid: Some(std::process::id()),
                     pausable: cfg.resume.is_some(),
+                    threads: false,
                 },
             )
             .await?;

@@ -107,6 +107,10 @@ pub struct RegisterRequest {
     /// the node's process and restore copies of it later.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pausable: bool,
+    /// The node's threads go on while one waits at a crash point: flymc may then enable the
+    /// node's other events before that write, and the order of the two is a choice.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub threads: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

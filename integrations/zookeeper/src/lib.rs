@@ -378,7 +378,7 @@ impl ZookeeperSystem {
                 vec![cache_dir()],
                 "flymc setup zookeeper --docker",
             )
-            .map(|b| Box::new(b) as Box<dyn Backend>)
+            .map(|b| Box::new(b.keep_dirs(self.options.keep_run_dirs)) as Box<dyn Backend>)
             .map_err(|e| TargetError::Other(e.to_string())),
         }
     }

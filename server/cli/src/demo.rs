@@ -8,6 +8,8 @@
 //! clients = [{ to = 0, name = "add", value = 1, fanout = true }]   # other keys become fields
 //! ack = true            # echo is answered with ack
 //! persist = true        # sum survives crashes, written behind a crash point
+//! checked = true        # and a copy behind a second one; a node whose two files disagree
+//!                       # refuses to start (a crash between the writes: cannot-restart)
 //! timers = ["tick"]     # timers every node arms at startup
 //! mode = "counter"      # or "bench" (ping chains)
 //! limit = 3             # safety property sum-below: every node's sum stays below it
@@ -35,6 +37,7 @@ struct DemoParams {
     clients: Vec<DemoClient>,
     ack: bool,
     persist: bool,
+    checked: bool,
     timers: Vec<String>,
     mode: String,
     limit: Option<i64>,
@@ -47,6 +50,7 @@ impl Default for DemoParams {
             clients: Vec::new(),
             ack: false,
             persist: false,
+            checked: false,
             timers: Vec::new(),
             mode: "counter".into(),
             limit: None,
@@ -107,6 +111,9 @@ impl DemoSystem {
         }
         if p.persist {
             args.push("--persist".into());
+        }
+        if p.checked {
+            args.push("--checked".into());
         }
         for t in p.timers {
             args.extend(["--timer".into(), t]);
@@ -178,6 +185,7 @@ impl System for DemoSystem {
             "ping",
             "tick",
             "disk:state",
+            "disk:check",
         ])
     }
 }

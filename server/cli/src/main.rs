@@ -3,6 +3,7 @@
 //! Exit codes: 0 explored without a violation (or a replay matched), 1 a violation was found (or
 //! reproduced), 2 a usage or setup error, 3 a replay diverged from its path file.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -11,9 +12,10 @@ use clap::{Parser, Subcommand};
 use flymc::progress::Reporter;
 use flymc::summary;
 use flymc::systems;
-use flymc_core::explore::{explore_with, ExploreConfig};
+use flymc_core::explore::{explore_with, ExploreConfig, KeepLogs};
 use flymc_core::pathfile::PathFile;
 use flymc_core::replay::{replay, workload_for, ReplayOutcome};
+use flymc_core::run::Run;
 use flymc_core::workloads;
 use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
 
@@ -168,6 +170,19 @@ struct RunArgs {
     /// Also write the summary as JSON (paths, states, late reports, where the time went).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Go on exploring after a violation, to the path budget or exhaustion, and write a path
+    /// file for every distinct finding (property and message), not only the first.
+    #[arg(long)]
+    keep_going: bool,
+    /// Keep the nodes' logs of every path under DIR (`...-pathN.logs/`), not only those of
+    /// violating paths (which are always kept beside their path file).
+    #[arg(long)]
+    keep_logs: bool,
+    /// Keep every run's directory (node data directories and logs) instead of removing it
+    /// when the path ends; its location is printed per path at debug level
+    /// (FLYMC_LOG=flymc_real=debug). Real nodes only; takes disk space fast.
+    #[arg(long)]
+    keep_run_dirs: bool,
     /// Where real nodes run: local processes on 127.0.k.x or Docker containers.
     #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
     backend: String,
@@ -206,6 +221,11 @@ struct Ablation {
     /// No state-event cache.
     #[arg(long)]
     no_cache: bool,
+    /// faults and flymc judge states by the nodes' reported variables only, not also by what
+    /// their crash-point writes put on disk (fewer paths, but a crash between two writes of
+    /// one step can be pruned as already tried).
+    #[arg(long)]
+    no_disk_state: bool,
 }
 
 fn main() -> ExitCode {
@@ -313,7 +333,8 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             addr.ip()
         );
     }
-    let options = systems::options(&args.backend, args.listen, !args.no_snapshots)?;
+    let mut options = systems::options(&args.backend, args.listen, !args.no_snapshots)?;
+    options.keep_run_dirs = args.keep_run_dirs;
     let system = systems::find_with(&args.system, &options)?;
     let folder = workloads::folder(folder)?;
     let workload = workloads::load(&folder, system.name(), &args.workload)?;
@@ -337,6 +358,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             parallel_flips: !args.ablation.no_parallel_flips,
         },
         fault_vars: system.fault_vars(),
+        disk_state: !args.ablation.no_disk_state,
     };
     let mut strat = strategy::build(&args.strategy, &ctx)?;
     let cfg = ExploreConfig {
@@ -345,6 +367,12 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         cache: !args.ablation.no_cache,
         jobs: args.jobs.into(),
         snapshots: system.snapshots(),
+        keep_going: args.keep_going,
+        logs: Some(KeepLogs {
+            dir: args.out.clone(),
+            prefix: format!("{}-{}-{}", system.name(), workload.name, args.strategy),
+            all: args.keep_logs,
+        }),
         ..Default::default()
     };
     println!(
@@ -371,6 +399,9 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     let mut saved: Result<()> = Ok(());
     let mut number = 0u64;
     let mut last: Option<flymc_core::explore::Progress> = None;
+    // With --keep-going: every distinct finding (property and message), its first path.
+    let mut findings: Vec<(u64, Run)> = Vec::new();
+    let mut seen: HashSet<(String, String)> = HashSet::new();
     let outcome = explore_with(
         system.as_ref(),
         &workload,
@@ -382,6 +413,14 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         },
         &mut |run| {
             number += 1;
+            if let Some(v) = run.violation.as_ref().filter(|_| args.keep_going) {
+                if seen.insert((v.property.clone(), v.message.clone())) {
+                    findings.push((number, run.clone()));
+                } else if let Some(logs) = run.logs.as_ref().filter(|_| !args.keep_logs) {
+                    // The same finding again: its first path's logs are the ones kept.
+                    let _ = std::fs::remove_dir_all(logs);
+                }
+            }
             if args.save_paths && saved.is_ok() {
                 let file = args.out.join(format!(
                     "{}-{}-{}-all-path{number}.json",
@@ -415,37 +454,29 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     saved?;
 
     let secs = outcome.elapsed.as_secs_f64();
+    if !args.keep_going {
+        findings.extend(outcome.violation.clone());
+    }
+    for (number, run) in &findings {
+        let file = args.out.join(format!(
+            "{}-{}-{}-path{}.json",
+            system.name(),
+            workload.name,
+            args.strategy,
+            number
+        ));
+        PathFile::from_run(&workload, &args.strategy, args.seed, *number, run).save(&file)?;
+        report_violation(*number, run, &file);
+    }
+    if args.keep_going && outcome.violation.is_some() {
+        println!(
+            "{} distinct findings on {} violating paths",
+            findings.len(),
+            outcome.other_violations + 1
+        );
+    }
     let code = match &outcome.violation {
-        Some((number, run)) => {
-            let v = run
-                .violation
-                .as_ref()
-                .expect("a violating run has its violation");
-            let file = args.out.join(format!(
-                "{}-{}-{}-path{}.json",
-                system.name(),
-                workload.name,
-                args.strategy,
-                number
-            ));
-            PathFile::from_run(&workload, &args.strategy, args.seed, *number, run).save(&file)?;
-            println!("VIOLATION on path {number}: {v}");
-            println!(
-                "  path file: {} ({} events)",
-                file.display(),
-                run.steps.len()
-            );
-            println!("  replay it: flymc replay {}", file.display());
-            if run.late_reports > 0 {
-                println!(
-                    "  caution: on this path nodes reported {} events after saying they were done \
-                     with their cause, so the order around them was chosen without them; if the \
-                     path does not replay, this finding may be an artefact of that timing",
-                    run.late_reports
-                );
-            }
-            1
-        }
+        Some(_) => 1,
         None if outcome.exhausted => {
             println!("no violation: {}", strat.exhaustion());
             0
@@ -480,6 +511,9 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     for (why, n) in &stats.pruned {
         summary += &format!(", pruned by {why} {n}");
     }
+    if stats.fault_states > 0 {
+        summary += &format!(", {} fault states", stats.fault_states);
+    }
     if stats.deprioritized > 0 {
         summary += &format!(", deprioritised {}", stats.deprioritized);
     }
@@ -510,6 +544,32 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         })?;
     }
     Ok(code)
+}
+
+/// What a user needs to act on a violating path: the finding, its path file, its logs.
+fn report_violation(number: u64, run: &Run, file: &Path) {
+    let v = run
+        .violation
+        .as_ref()
+        .expect("a violating run has its violation");
+    println!("VIOLATION on path {number}: {v}");
+    println!(
+        "  path file: {} ({} events)",
+        file.display(),
+        run.steps.len()
+    );
+    if let Some(logs) = &run.logs {
+        println!("  node logs: {}", logs.display());
+    }
+    println!("  replay it: flymc replay {}", file.display());
+    if run.late_reports > 0 {
+        println!(
+            "  caution: on this path nodes reported {} events after saying they were done \
+             with their cause, so the order around them was chosen without them; if the \
+             path does not replay, this finding may be an artefact of that timing",
+            run.late_reports
+        );
+    }
 }
 
 fn analyze(args: AnalyzeArgs) -> Result<u8> {

@@ -114,6 +114,10 @@ pub struct RunSummary<'a> {
     pub late_reports: u64,
     pub late_paths: u64,
     pub diverged: u64,
+    /// Violating paths after the first (`--keep-going`, or of other properties).
+    pub other_violations: u64,
+    /// Distinct fault states reached (`faults`).
+    pub fault_states: u64,
     pub timing: TimingJson<'a>,
     pub snapshots: &'a SnapshotStats,
 }
@@ -152,6 +156,8 @@ impl<'a> RunSummary<'a> {
             late_reports: outcome.late_reports,
             late_paths: outcome.late_paths,
             diverged: outcome.diverged,
+            other_violations: outcome.other_violations,
+            fault_states: outcome.stats.fault_states,
             snapshots: &outcome.snapshots,
             timing: TimingJson {
                 totals: &outcome.timing,

@@ -81,6 +81,7 @@ pub fn options(
         backend,
         listen,
         snapshots,
+        keep_run_dirs: false,
     })
 }
 

@@ -23,7 +23,9 @@ use crate::dependence::Dependence;
 use crate::faults::Faults;
 use crate::order::Order;
 use crate::plan::Plan;
-use crate::run::{Enabled, Ending, Run, Step, HANG_PROPERTY};
+use crate::run::{
+    Enabled, Ending, Run, Step, CANNOT_RESTART_PROPERTY, EXITED_PROPERTY, HANG_PROPERTY,
+};
 use crate::sleepset::SleepSet;
 use crate::snapshots::{Prefix, Snapshots};
 use crate::timing::micros;
@@ -32,6 +34,14 @@ use crate::timing::micros;
 pub enum ExecError {
     #[error("target failed at step {step}: {source}")]
     Target { step: usize, source: TargetError },
+}
+
+/// Where [`Executor::run_snapshots`] keeps a run's node logs.
+#[derive(Clone, Debug)]
+pub struct Logs {
+    pub dir: std::path::PathBuf,
+    /// Keep them for every run, not only violating ones.
+    pub all: bool,
 }
 
 /// Runs paths of one workload on one target.
@@ -63,11 +73,13 @@ impl<'a> Executor<'a> {
         cache: Option<&mut CacheView>,
         dep: Option<&mut dyn Dependence>,
     ) -> Result<Run, ExecError> {
-        self.run_snapshots(target, plan, cache, dep, None)
+        self.run_snapshots(target, plan, cache, dep, None, None)
     }
 
     /// [`Executor::run_with`], starting from the deepest snapshot of the plan's prefix that
-    /// `snaps` and the target keep, and taking new ones where [`Snapshots::wanted`] says.
+    /// `snaps` and the target keep, and taking new ones where [`Snapshots::wanted`] says; with
+    /// `logs`, the nodes' logs go to that folder before the cluster stops, if the run violated
+    /// a property or `logs` says all.
     pub fn run_snapshots(
         &self,
         target: &mut dyn Target,
@@ -75,13 +87,23 @@ impl<'a> Executor<'a> {
         cache: Option<&mut CacheView>,
         dep: Option<&mut dyn Dependence>,
         snaps: Option<&mut Snapshots>,
+        logs: Option<Logs>,
     ) -> Result<Run, ExecError> {
         let began = Instant::now();
         let result = self
             .run_inner(target, plan, cache, dep, snaps)
-            .map(|mut run| {
+            .and_then(|mut run| {
                 run.late_reports = target.late_reports();
-                run
+                if let Some(l) = logs.filter(|l| l.all || run.violation.is_some()) {
+                    let kept = target
+                        .keep_logs(&l.dir)
+                        .map_err(|source| ExecError::Target {
+                            step: run.steps.len(),
+                            source,
+                        })?;
+                    run.logs = (kept > 0).then_some(l.dir);
+                }
+                Ok(run)
             });
         let stopping = Instant::now();
         let stopped = target.stop();
@@ -214,6 +236,7 @@ impl<'r, 'c> Running<'r, 'c> {
                 diverged_at: None,
                 crash_loses_sent: exec.system.crash_loses_sent(),
                 late_reports: 0,
+                logs: None,
                 timing,
             },
             snaps,
@@ -269,6 +292,18 @@ impl<'r, 'c> Running<'r, 'c> {
 
     fn step(&mut self) -> Result<Flow, ExecError> {
         let step = self.run.steps.len();
+        // A cached step's state was not waited for: a node may have hung or exited since.
+        if step > 0 && self.replaying(step).is_none() {
+            match self.target.settled() {
+                Ok(()) => {}
+                Err(e @ (TargetError::Hang { .. } | TargetError::Exited { .. })) => {
+                    let last = self.run.steps.last().map(|s| s.event().clone());
+                    self.node_failed(step - 1, e, last.as_ref(), false);
+                    return Ok(Flow::Ended);
+                }
+                Err(source) => return Err(ExecError::Target { step, source }),
+            }
+        }
         self.checkpoint()?;
         if step >= self.limit && !self.past_limit(step) {
             self.run.ending = Ending::EventLimit;
@@ -413,18 +448,14 @@ impl<'r, 'c> Running<'r, 'c> {
         }
         let (state, was_cached) = match settled {
             Ok(s) => s,
-            Err(TargetError::Hang { node, millis }) => {
-                let message = format!(
-                    "n{node} did not settle within {millis} ms after {}",
-                    event.describe()
-                );
+            Err(e @ (TargetError::Hang { .. } | TargetError::Exited { .. })) => {
                 self.run.steps.push(Step {
                     enabled,
                     chosen,
                     vc,
                     cached: false,
                 });
-                self.hang(step, message);
+                self.node_failed(step, e, Some(&event), true);
                 return Ok(Flow::Ended);
             }
             Err(source) => return Err(ExecError::Target { step, source }),
@@ -467,12 +498,57 @@ impl<'r, 'c> Running<'r, 'c> {
         }
     }
 
-    /// A node did not settle after step `step`: a liveness finding, with no resulting state.
-    fn hang(&mut self, step: usize, message: String) {
-        self.run.ending = Ending::Hang { step };
+    /// A node hung or ended on its own after step `step`: a finding. `stateless`: the step is
+    /// recorded without a resulting state (the failure showed while it settled); otherwise it
+    /// showed only when the next step began (the step's state came from the cache).
+    fn node_failed(
+        &mut self,
+        step: usize,
+        e: TargetError,
+        event: Option<&flymc_model::Event>,
+        stateless: bool,
+    ) {
+        let after = event.map_or(String::new(), |e| format!(" after {}", e.describe()));
+        let (property, kind, message) = match e {
+            TargetError::Hang { node, millis } => (
+                HANG_PROPERTY,
+                PropertyKind::Liveness,
+                format!("n{node} did not settle within {millis} ms{after}"),
+            ),
+            TargetError::Exited {
+                node,
+                status,
+                restarting,
+                log_tail,
+            } => {
+                let property = match restarting {
+                    true => CANNOT_RESTART_PROPERTY,
+                    false => EXITED_PROPERTY,
+                };
+                let log = match log_tail.last() {
+                    Some(l) => format!("; its log ends: {l}"),
+                    None => String::new(),
+                };
+                let how = match restarting {
+                    true => "rebooted, exited before it was ready",
+                    false => "exited on its own",
+                };
+                (
+                    property,
+                    PropertyKind::Safety,
+                    format!("n{node} {how} ({status}){after}{log}"),
+                )
+            }
+            other => unreachable!("not a node failure: {other}"),
+        };
+        self.run.ending = match stateless {
+            true if kind == PropertyKind::Liveness => Ending::Hang { step },
+            true => Ending::Exited { step },
+            false => Ending::Violation,
+        };
         self.run.violation = Some(Violation {
-            property: HANG_PROPERTY.into(),
-            kind: PropertyKind::Liveness,
+            property: property.into(),
+            kind,
             message,
             step,
         });

@@ -50,6 +50,11 @@ pub struct ExploreConfig {
     /// With `snapshots`: take and use them wherever the strategy branches, even where they
     /// cost more than they save (tests and benchmarks that compare paths).
     pub snapshots_always: bool,
+    /// Keep node logs: of violating runs, or of all with [`KeepLogs::all`].
+    pub logs: Option<KeepLogs>,
+    /// Go on after violations until the budget or exhaustion (nightly hunts, `--keep-going`):
+    /// `Outcome::violation` is then the first one, and every violating run reaches `on_run`.
+    pub keep_going: bool,
 }
 
 impl Default for ExploreConfig {
@@ -62,6 +67,26 @@ impl Default for ExploreConfig {
             jobs: 1,
             snapshots: false,
             snapshots_always: false,
+            keep_going: false,
+            logs: None,
+        }
+    }
+}
+
+/// Where node logs are kept: `dir/PREFIX-pathN.logs/`, beside the path file
+/// `dir/PREFIX-pathN.json` a violating run gets.
+#[derive(Clone, Debug)]
+pub struct KeepLogs {
+    pub dir: std::path::PathBuf,
+    pub prefix: String,
+    pub all: bool,
+}
+
+impl KeepLogs {
+    pub fn for_path(&self, path: u64) -> crate::executor::Logs {
+        crate::executor::Logs {
+            dir: self.dir.join(format!("{}-path{path}.logs", self.prefix)),
+            all: self.all,
         }
     }
 }
@@ -89,7 +114,8 @@ pub struct Outcome {
     /// The first run that violated a property (the one asked for, if any), and its 1-based
     /// path number.
     pub violation: Option<(u64, Run)>,
-    /// Paths that violated some other property than the one asked for.
+    /// Paths that violated some other property than the one asked for, or (with
+    /// `keep_going`) any violating path after the first.
     pub other_violations: u64,
     pub unique_states: HashSet<u64>,
     pub elapsed: Duration,
@@ -174,6 +200,7 @@ pub fn explore_with(
                 task.view.as_mut(),
                 dep,
                 cfg.snapshots.then_some(&mut *snaps),
+                cfg.logs.as_ref().map(|l| l.for_path(task.path)),
             )
             .map_err(ExploreError::from)
             .and_then(|run| {
@@ -267,6 +294,10 @@ pub fn explore_with(
             if let Some(v) = &run.violation {
                 match &cfg.stop_on_property {
                     Some(p) if *p != v.property => out.other_violations += 1,
+                    _ if cfg.keep_going => match out.violation {
+                        Some(_) => out.other_violations += 1,
+                        None => out.violation = Some((out.paths, run)),
+                    },
                     _ => {
                         out.violation = Some((out.paths, run));
                         return Ok(());

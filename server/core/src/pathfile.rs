@@ -178,8 +178,8 @@ impl PathFile {
         }
         let file: PathFile = serde_json::from_value(value)
             .map_err(|e| PathFileError::Corrupt(path.into(), e.to_string()))?;
-        let hang = matches!(file.ending, Ending::Hang { .. });
-        if file.states.len() != file.events.len() + usize::from(!hang) {
+        let stateless = file.ending.stateless_step().is_some();
+        if file.states.len() != file.events.len() + usize::from(!stateless) {
             return Err(PathFileError::Corrupt(
                 path.into(),
                 format!(

@@ -122,11 +122,13 @@ pub fn replay(
             });
         }
     }
-    if let (Ending::Hang { step: a }, Ending::Hang { step: b }) = (&path.ending, &run.ending) {
-        if a == b {
-            if let Some(v) = run.violation {
-                return Ok(ReplayOutcome::Reproduced(v));
-            }
+    // A step without a resulting state (a hang, a node that exited) reproduces the path's
+    // finding at that step, whether the path saw it there or, after a cached step, one step on.
+    if let (Some(step), Some(a), Some(b)) =
+        (run.ending.stateless_step(), &path.violation, &run.violation)
+    {
+        if a.property == b.property && a.step == step {
+            return Ok(ReplayOutcome::Reproduced(b.clone()));
         }
     }
     if let Ending::Diverged { step, .. } = run.ending {

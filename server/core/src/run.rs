@@ -58,10 +58,27 @@ pub enum Ending {
     /// A node did not settle after this step's event: a liveness finding. The step is recorded
     /// but has no resulting state.
     Hang { step: usize },
+    /// A node's process ended on its own after this step's event: a finding. The step is
+    /// recorded but has no resulting state.
+    Exited { step: usize },
+}
+
+impl Ending {
+    /// The step whose event was recorded without a resulting state, if the run ended so.
+    pub fn stateless_step(&self) -> Option<usize> {
+        match self {
+            Ending::Hang { step } | Ending::Exited { step } => Some(*step),
+            _ => None,
+        }
+    }
 }
 
 /// The property name under which hangs are reported.
 pub const HANG_PROPERTY: &str = "node-settles";
+/// A node's process ended without flymc crashing it.
+pub const EXITED_PROPERTY: &str = "node-exited";
+/// A rebooted node's process ended before it was ready: it refuses its own disk state.
+pub const CANNOT_RESTART_PROPERTY: &str = "cannot-restart";
 
 /// One executed path.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -87,6 +104,9 @@ pub struct Run {
     /// Where this path's wall-clock time went.
     #[serde(default)]
     pub timing: PathTiming,
+    /// Where the nodes' logs of this run were kept, if they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs: Option<std::path::PathBuf>,
 }
 
 impl Run {

@@ -23,6 +23,8 @@ pub struct StrategyStats {
     pub pruned: Vec<(String, u64)>,
     /// To-explore paths moved to the low-priority queue.
     pub deprioritized: u64,
+    /// Distinct fault states reached (`faults`), 0 for strategies that keep none.
+    pub fault_states: u64,
 }
 
 pub trait Strategy {

@@ -14,8 +14,27 @@ pub enum TargetError {
     Workload(String),
     #[error("node n{node} did not settle within {millis} ms")]
     Hang { node: NodeId, millis: u64 },
+    /// A node's process ended without flymc crashing it: a finding, not a tool error (a
+    /// rebooted node that refuses its own disk state, a failed assertion, `System.exit`).
+    #[error("node n{node} exited on its own ({status}){}", last_lines(.log_tail))]
+    Exited {
+        node: NodeId,
+        /// How it ended, e.g. `exit status 1`.
+        status: String,
+        /// It was started by a reboot and never reported ready: it cannot restart.
+        restarting: bool,
+        /// The last lines of its log, oldest first.
+        log_tail: Vec<String>,
+    },
     #[error("{0}")]
     Other(String),
+}
+
+fn last_lines(tail: &[String]) -> String {
+    match tail.is_empty() {
+        true => String::new(),
+        false => format!("; its log ends: {}", tail.join(" | ")),
+    }
 }
 
 /// A cluster the executor can drive one event at a time.
@@ -26,6 +45,12 @@ pub enum TargetError {
 pub trait Target: Send {
     /// Start the workload's cluster from its initial state.
     fn start(&mut self, workload: &Workload) -> Result<(), TargetError>;
+    /// Wait until the cluster has settled after whatever came last (a crash, a reboot, a step
+    /// whose state came from the cache): a real target reports here a node that hung or ended
+    /// on its own since. Simulated targets are always settled.
+    fn settled(&mut self) -> Result<(), TargetError> {
+        Ok(())
+    }
     /// Events in flight, in a deterministic order (crashes and reboots are the executor's).
     fn pending(&self) -> Vec<Event>;
     /// Deliver one pending event.
@@ -43,6 +68,11 @@ pub trait Target: Send {
     /// chosen without them and the path may not replay. Only real targets have any.
     fn late_reports(&self) -> u64 {
         0
+    }
+    /// Copy every node's log of this run into the folder `into` (created), before `stop`
+    /// removes them; returns how many files. Simulated targets have none.
+    fn keep_logs(&mut self, _into: &std::path::Path) -> Result<usize, TargetError> {
+        Ok(0)
     }
     /// Keep the cluster as it is now (settled, between two steps) under `key`, so that a later
     /// run can start here with [`Target::restore`] instead of re-executing the steps that led

@@ -48,12 +48,17 @@ pub struct RealOptions {
     pub listen: Option<SocketAddr>,
     /// Keep cluster snapshots at branch points (local processes, with CRIU).
     pub snapshots: bool,
+    /// Keep every run's directory (node data and logs) instead of removing it (`flymc run
+    /// --keep-run-dirs`), to look at what the nodes left on disk.
+    pub keep_run_dirs: bool,
 }
 
 impl RealOptions {
     /// The local backend these options ask for.
     pub fn local_backend(&self) -> cluster::local::LocalBackend {
-        cluster::local::LocalBackend::new().snapshots(self.snapshots)
+        cluster::local::LocalBackend::new()
+            .snapshots(self.snapshots)
+            .keep_dirs(self.keep_run_dirs)
     }
 
     /// Whether targets built with these options can take cluster snapshots (asked for, local

@@ -279,23 +279,12 @@ impl RealTarget {
                         millis: timeout.as_millis() as u64,
                     }
                 }
-                Unquiet::Exited(node, how) => {
-                    let log = &self.slots[node].log;
-                    let tail = std::fs::read_to_string(log)
-                        .ok()
-                        .and_then(|t| {
-                            t.lines()
-                                .rev()
-                                .find(|l| !l.trim().is_empty())
-                                .map(String::from)
-                        })
-                        .unwrap_or_default();
-                    TargetError::Other(format!(
-                    "{}: node n{node} exited unexpectedly ({how}); last line of its log {}: {tail}",
-                    self.cfg.system,
-                    log.display()
-                ))
-                }
+                Unquiet::Exited(node, status, ready) => TargetError::Exited {
+                    node,
+                    status,
+                    restarting: self.reboots[node] > 0 && !ready,
+                    log_tail: log_tail(&self.slots[node].log, 3),
+                },
             })
     }
 
@@ -305,6 +294,13 @@ impl RealTarget {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get_or_insert(e);
+    }
+
+    fn has_deferred(&self) -> bool {
+        self.deferred
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     fn take_deferred(&self) -> Result<(), TargetError> {
@@ -384,8 +380,8 @@ impl Target for RealTarget {
     }
 
     fn checkpoint(&mut self, key: u64) -> Result<bool, TargetError> {
-        self.take_deferred()?;
-        if self.backend.checkpoints().is_none() {
+        // A node that hung or exited is the next step's finding, not a reason to lose the run.
+        if self.has_deferred() || self.backend.checkpoints().is_none() {
             return Ok(false);
         }
         self.srv()?;
@@ -506,6 +502,11 @@ impl Target for RealTarget {
         Ok(true)
     }
 
+    fn settled(&mut self) -> Result<(), TargetError> {
+        self.take_deferred()?;
+        self.quiet()
+    }
+
     fn late_reports(&self) -> u64 {
         self.server
             .as_ref()
@@ -579,6 +580,29 @@ impl Target for RealTarget {
         self.launch(node, incarnation)
     }
 
+    fn keep_logs(&mut self, into: &std::path::Path) -> Result<usize, TargetError> {
+        let failed = |e: std::io::Error| {
+            TargetError::Other(format!(
+                "cannot keep the node logs in {}: {e}; check that the folder is writable",
+                into.display()
+            ))
+        };
+        std::fs::create_dir_all(into).map_err(failed)?;
+        let mut kept = 0;
+        for slot in &self.slots {
+            let Some(name) = slot.log.file_name() else {
+                continue;
+            };
+            match std::fs::copy(&slot.log, into.join(name)) {
+                Ok(_) => kept += 1,
+                // A node that never started has no log.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        Ok(kept)
+    }
+
     fn stop(&mut self) -> Result<(), TargetError> {
         if let Some(s) = &self.server {
             s.end_run();
@@ -591,6 +615,21 @@ impl Target for RealTarget {
         self.take_deferred()?;
         stopped
     }
+}
+
+/// The last `n` non-empty lines of the log file at `path` (none if it cannot be read).
+fn log_tail(path: &std::path::Path, n: usize) -> Vec<String> {
+    let text = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let mut lines: Vec<String> = text
+        .lines()
+        .rev()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .map(|l| l.trim_end().to_string())
+        .collect();
+    lines.reverse();
+    lines
 }
 
 /// Tells the server when a node process of its current run ends.

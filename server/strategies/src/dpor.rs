@@ -401,6 +401,7 @@ mod tests {
             crash_loses_sent: false,
             late_reports: 0,
             timing: Default::default(),
+            logs: None,
         }
     }
 

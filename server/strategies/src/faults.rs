@@ -9,7 +9,8 @@
 //!
 //! A fault is tried at a step only if it has not been tried in that step's *fault state*: each
 //! node's fault-relevant variables ([`System::fault_vars`]: what survives a crash and the roles;
-//! all variables when the system names none), whether it is up, and the budgets spent. In-flight
+//! all variables when the system names none), what its crash-point writes put on disk
+//! ([`crate::disk`]), whether it is up, and the budgets spent. In-flight
 //! messages and volatile variables are left out on purpose: that keeps the number of placements
 //! small enough for real clusters, and it is also why this is a bug-finding search, not a proof:
 //! two moments in the same fault state can differ in what is in flight.
@@ -25,6 +26,7 @@ use flymc_model::{stable_hash, EventId, GlobalState};
 use serde_json::{json, Map, Value};
 
 use super::dfs::spent_after;
+use super::disk;
 use super::{Strategy, StrategyStats};
 use flymc_core::plan::Plan;
 use flymc_core::run::Run;
@@ -40,6 +42,10 @@ pub struct Faults {
     started: bool,
     generated: u64,
     pruned: u64,
+    /// Fault states include each node's disk.
+    disk_state: bool,
+    /// Distinct fault states reached.
+    states: HashSet<u64>,
 }
 
 impl Faults {
@@ -52,15 +58,24 @@ impl Faults {
             started: false,
             generated: 0,
             pruned: 0,
+            disk_state: false,
+            states: HashSet::new(),
         }
     }
 
-    /// The fault state of `s` with `spent` (crashes, reboots) used.
-    fn fault_state(&self, s: &GlobalState, spent: (u32, u32)) -> u64 {
+    /// Tell fault states apart by what the nodes' crash-point writes put on disk as well.
+    pub fn disk_state(mut self, on: bool) -> Self {
+        self.disk_state = on;
+        self
+    }
+
+    /// The fault state of `s` with `spent` (crashes, reboots) used and the nodes' `disks`.
+    fn fault_state(&self, s: &GlobalState, spent: (u32, u32), disks: Option<&[u64]>) -> u64 {
         let nodes: Vec<Value> = s
             .nodes
             .iter()
-            .map(|n| {
+            .enumerate()
+            .map(|(i, n)| {
                 let vars: Map<String, Value> = match &self.vars {
                     Some(names) => names
                         .iter()
@@ -68,7 +83,10 @@ impl Faults {
                         .collect(),
                     None => n.vars.clone(),
                 };
-                json!([n.alive, vars])
+                match disks {
+                    Some(d) => json!([n.alive, vars, d[i]]),
+                    None => json!([n.alive, vars]),
+                }
             })
             .collect();
         stable_hash(
@@ -111,11 +129,15 @@ impl Strategy for Faults {
 
     fn observe(&mut self, plan: &Plan, run: &Run) {
         let ids = run.event_ids();
-        let n = run.steps.len();
+        // Steps with a resulting state (a run that ended on a hang or a node's exit has one
+        // step without).
+        let n = run.states.len() - 1;
         let spent = spent_after(run, n);
+        let disks = self.disk_state.then(|| disk::digests(run)).flatten();
         // Placements before the plan's own fault were offered by the runs that led here.
         for i in plan.prefix.len().min(n)..=n {
-            let key = self.fault_state(&run.states[i], spent[i]);
+            let key = self.fault_state(&run.states[i], spent[i], disks.as_ref().map(|d| &d[i][..]));
+            self.states.insert(key);
             let alts = match run.steps.get(i) {
                 Some(step) => &step.enabled,
                 // After a quiescent end only faults are left; they are placements too.
@@ -155,6 +177,7 @@ impl Strategy for Faults {
                 "fault already tried in that fault state".into(),
                 self.pruned,
             )],
+            fault_states: self.states.len() as u64,
             ..Default::default()
         }
     }

@@ -6,6 +6,7 @@
 mod bdpor;
 mod brdpor;
 mod dfs;
+mod disk;
 pub mod dpor;
 mod faults;
 pub mod flymc;
@@ -36,6 +37,9 @@ pub struct StrategyContext<'a> {
     pub flymc: FlymcOptions,
     /// The system's [`flymc_model::System::fault_vars`], for `faults`.
     pub fault_vars: Option<&'static [&'static str]>,
+    /// `faults` and `flymc` tell states apart by what each node's crash-point writes put on
+    /// disk, not only by the variables nodes report (`--no-disk-state` turns it off).
+    pub disk_state: bool,
 }
 
 pub use flymc::FlymcOptions;
@@ -83,8 +87,10 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
         "rdpor" => Box::new(rdpor::new(ctx)),
         "brdpor" => Box::new(brdpor::new(ctx)),
         "samc" => Box::new(samc::new(sets()?, symmetry(), ctx.seed)),
-        "flymc" => Box::new(flymc::Flymc::new(sets()?, symmetry(), ctx.flymc)),
-        "faults" => Box::new(faults::Faults::new(ctx.fault_vars)),
+        "flymc" => {
+            Box::new(flymc::Flymc::new(sets()?, symmetry(), ctx.flymc).disk_state(ctx.disk_state))
+        }
+        "faults" => Box::new(faults::Faults::new(ctx.fault_vars).disk_state(ctx.disk_state)),
         _ => return Err(BuildError::Unknown(name.into())),
     })
 }

@@ -19,6 +19,7 @@ fn count(strategy: &str, w: &flymc_model::Workload) -> (u64, bool, Option<String
         sets: None,
         flymc: FlymcOptions::default(),
         fault_vars: None,
+        disk_state: true,
     };
     let mut s = build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -87,6 +88,7 @@ fn bounded_dpor_does_not_reorder_beyond_its_bound() {
         sets: None,
         flymc: FlymcOptions::default(),
         fault_vars: None,
+        disk_state: true,
     };
     let mut s = build("bdpor", &ctx).unwrap();
     let out = explore(
@@ -124,6 +126,7 @@ fn random_walks_are_seeded() {
         sets: None,
         flymc: FlymcOptions::default(),
         fault_vars: None,
+        disk_state: true,
     };
     let walk = |ctx: &StrategyContext| {
         let mut s = build("random", ctx).unwrap();
@@ -159,6 +162,7 @@ fn with_sets(
         sets: Some(sets),
         flymc,
         fault_vars: None,
+        disk_state: true,
     };
     let mut s = build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -249,6 +253,7 @@ fn faults_runs(w: &flymc_model::Workload) -> (flymc_core::explore::Outcome, Vec<
         sets: None,
         flymc: FlymcOptions::default(),
         fault_vars: None,
+        disk_state: true,
     };
     let mut s = build("faults", &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -344,6 +349,7 @@ fn a_run_that_ended_in_a_hang_is_learnt_from_up_to_the_step_that_hung() {
             sets: None,
             flymc: FlymcOptions::default(),
             fault_vars: None,
+            disk_state: true,
         };
         let mut dfs = build("dfs", &ctx).unwrap();
         let first = dfs.next_plan().unwrap();

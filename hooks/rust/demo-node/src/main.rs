@@ -4,7 +4,10 @@
 //! Counter mode (default), state `{sum, saved, count, acks, ticks, boots, trace}`:
 //! - client `add {value, fanout}`: `sum += value`; with `fanout`, sends `echo {value}` to every
 //!   other node. With `--persist`, `sum` is written to `$FLYMC_DATA_DIR/state.json` behind a
-//!   crash point named `state`, and survives crash and reboot.
+//!   crash point named `state`, and survives crash and reboot. With `--checked` as well, a copy
+//!   goes to `check.json` behind a second crash point `check`, and a node that finds the two
+//!   files disagreeing at startup refuses to start (exit status 1): a crash between the two
+//!   writes leaves a node that cannot restart, the shape of a real crash-recovery bug.
 //! - message `echo {value}`: `sum += value`; with `--ack`, answers `ack` to the sender.
 //! - message `ack`: `acks += 1`. Timers (armed at startup with `--timer NAME`): `ticks += 1`.
 //! - client `rearm`: cancels this node's startup timers that have not fired and arms them anew.
@@ -28,6 +31,7 @@ struct Args {
     timers: Vec<String>,
     ack: bool,
     persist: bool,
+    checked: bool,
 }
 
 fn args() -> Result<Args, String> {
@@ -45,6 +49,7 @@ fn args() -> Result<Args, String> {
                 .push(it.next().ok_or("--timer needs a name")?.to_string()),
             "--ack" => a.ack = true,
             "--persist" => a.persist = true,
+            "--checked" => a.checked = true,
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -103,20 +108,36 @@ impl Counter {
     }
 }
 
-fn state_file(hook: &Hook) -> Option<PathBuf> {
-    hook.config()
-        .data_dir
-        .as_ref()
-        .map(|d| d.join("state.json"))
+fn data_file(hook: &Hook, name: &str) -> Option<PathBuf> {
+    hook.config().data_dir.as_ref().map(|d| d.join(name))
+}
+
+fn read_json(file: &Option<PathBuf>) -> Value {
+    file.as_ref()
+        .and_then(|f| std::fs::read(f).ok())
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null)
+}
+
+fn write_json(f: &std::path::Path, v: &Value) {
+    if let Err(e) = std::fs::write(f, v.to_string()) {
+        eprintln!("flymc-demo-node: cannot write {}: {e}", f.display());
+        std::process::exit(1);
+    }
 }
 
 async fn counter(hook: Hook, a: Args) -> Result<(), HookError> {
-    let file = state_file(&hook);
-    let saved: Value = file
-        .as_ref()
-        .and_then(|f| std::fs::read(f).ok())
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or(Value::Null);
+    let file = data_file(&hook, "state.json");
+    let check = data_file(&hook, "check.json").filter(|_| a.checked);
+    let saved = read_json(&file);
+    let copy = read_json(&check);
+    if a.checked && !copy.is_null() && copy["sum"] != saved["sum"] {
+        eprintln!(
+            "flymc-demo-node: refusing to start: state.json has sum {}, check.json has sum {}",
+            saved["sum"], copy["sum"]
+        );
+        std::process::exit(1);
+    }
     let mut c = Counter {
         sum: saved["sum"].as_i64().unwrap_or(0),
         saved: saved["sum"].as_i64().unwrap_or(0),
@@ -129,14 +150,16 @@ async fn counter(hook: Hook, a: Args) -> Result<(), HookError> {
     let save = |c: &mut Counter| {
         c.saved = c.sum;
         if let Some(f) = &file {
-            let text = json!({"sum": c.sum, "boots": c.boots}).to_string();
-            if let Err(e) = std::fs::write(f, text) {
-                eprintln!("flymc-demo-node: cannot write {}: {e}", f.display());
-                std::process::exit(1);
-            }
+            write_json(f, &json!({"sum": c.sum, "boots": c.boots}));
+        }
+    };
+    let save_copy = |c: &Counter| {
+        if let Some(f) = &check {
+            write_json(f, &json!({ "sum": c.sum }));
         }
     };
     save(&mut c);
+    save_copy(&c);
     let mut timers = Vec::new();
     for t in &a.timers {
         timers.push(hook.timer(t, json!({})).await?);
@@ -160,6 +183,11 @@ async fn counter(hook: Hook, a: Args) -> Result<(), HookError> {
                     hook.crash_point("state", json!({ "sum": c.sum }), &c.state())
                         .await?;
                     save(&mut c);
+                    if a.checked {
+                        hook.crash_point("check", json!({ "sum": c.sum }), &c.state())
+                            .await?;
+                        save_copy(&c);
+                    }
                 }
             }
             (Kind::Message, "echo") => {

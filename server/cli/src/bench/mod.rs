@@ -162,6 +162,7 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         sets,
         flymc: job.flymc,
         fault_vars: system.fault_vars(),
+        disk_state: true,
     };
     let mut strat = strategy::build(job.strategy, &ctx)?;
     let ecfg = ExploreConfig {
@@ -171,8 +172,7 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         stop_on_property: job.expect.clone(),
         // Explorations run side by side (`BenchConfig::jobs`), each one path at a time.
         jobs: 1,
-        snapshots: false,
-        snapshots_always: false,
+        ..Default::default()
     };
     let out: Outcome = explore(
         system.as_ref(),

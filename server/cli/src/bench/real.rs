@@ -152,6 +152,7 @@ fn explore_variant(
         sets: systems::load_sets(system.as_ref(), &w, None)?,
         flymc: FlymcOptions::default(),
         fault_vars: system.fault_vars(),
+        disk_state: true,
     };
     let mut strat = strategy::build(STRATEGY, &ctx)?;
     let cfg = ExploreConfig {

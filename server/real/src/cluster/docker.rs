@@ -112,6 +112,12 @@ impl DockerBackend {
         })
     }
 
+    /// Keep run directories (data and logs) after the run.
+    pub fn keep_dirs(mut self, keep: bool) -> DockerBackend {
+        self.dirs = std::mem::take(&mut self.dirs).keep_dirs(keep);
+        self
+    }
+
     fn remove(&mut self, name: &str) -> Result<(), ClusterError> {
         let d = self.docker.clone();
         let n = name.to_string();

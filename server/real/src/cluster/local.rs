@@ -99,7 +99,7 @@ impl LocalBackend {
         LocalBackend {
             block: None,
             base: None,
-            keep_dirs: std::env::var_os("FLYMC_KEEP_RUN_DIRS").is_some(),
+            keep_dirs: false,
             namespaces: false,
             run_dir: None,
             slots: Vec::new(),
@@ -274,8 +274,11 @@ impl Backend for LocalBackend {
         let killed = procs::kill_and_wait(&pids, KILL_TIMEOUT)
             .map_err(|e| ClusterError(format!("cannot stop the cluster: {e}")));
         if let Some(dir) = self.run_dir.take() {
-            if !self.keep_dirs {
-                let _ = std::fs::remove_dir_all(&dir);
+            match self.keep_dirs {
+                true => tracing::debug!("kept the run directory {}", dir.display()),
+                false => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
             }
             procs::unregister_dir(&dir);
         }

@@ -258,7 +258,7 @@ impl EventServer {
         let deadline = Instant::now() + timeout;
         let mut st = self.shared.lock();
         while !st.all_paused() {
-            if let Err(Unquiet::Exited(n, how)) = st.quiet() {
+            if let Err(Unquiet::Exited(n, how, _)) = st.quiet() {
                 let paused = st.paused_nodes();
                 st.end_pause();
                 return Err((format!("node n{n} exited while pausing ({how})"), paused));

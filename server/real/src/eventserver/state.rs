@@ -99,6 +99,9 @@ struct NodeState {
     exited: Option<String>,
     /// Its hook can pause for a checkpoint (it said so when it registered).
     pausable: bool,
+    /// Its other events may be enabled while it is parked at a crash point (its hook said so:
+    /// its threads go on meanwhile).
+    threads: bool,
     /// A pause asked of it (its number), and whether the hook has paused.
     pause: Option<(u64, bool)>,
     /// Down since the start of the run, never started: its first process is incarnation 0.
@@ -121,6 +124,7 @@ impl NodeState {
             parked: None,
             exited: None,
             pausable: false,
+            threads: false,
             pause: None,
             unstarted: false,
         }
@@ -135,7 +139,8 @@ impl NodeState {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Unquiet {
     Busy(NodeId),
-    Exited(NodeId, String),
+    /// The node's process ended on its own: how, and whether it had reported ready.
+    Exited(NodeId, String, bool),
 }
 
 /// One run's state. A fresh token per run makes requests of earlier runs fail with 401.
@@ -348,6 +353,7 @@ impl RunState {
         s.registered = true;
         s.pid = r.pid;
         s.pausable = r.pausable;
+        s.threads = r.threads;
         Ok(RegisterReply {
             protocol: PROTOCOL_VERSION,
             node: r.node,
@@ -674,10 +680,9 @@ impl RunState {
     }
 
     fn pending_visible(&self, rec: &Record) -> bool {
+        let to = &self.nodes[rec.event.to];
         rec.status == Status::Pending
-            && self.nodes[rec.event.to]
-                .parked
-                .is_none_or(|p| p == rec.event.id)
+            && (to.threads || to.parked.is_none_or(|p| p == rec.event.id))
             && rec.peer.is_none_or(|(p, inc)| {
                 let s = &self.nodes[p];
                 !s.alive || s.incarnation != inc
@@ -867,7 +872,7 @@ impl RunState {
     pub fn quiet(&self) -> Result<(), Unquiet> {
         for (i, s) in self.nodes.iter().enumerate() {
             if let (true, Some(why)) = (s.alive, &s.exited) {
-                return Err(Unquiet::Exited(i, why.clone()));
+                return Err(Unquiet::Exited(i, why.clone(), s.ready));
             }
         }
         match self.nodes.iter().position(NodeState::busy) {
@@ -926,6 +931,7 @@ mod tests {
             incarnation: st.incarnation(node),
             pid: None,
             pausable: true,
+            threads: false,
         })
         .unwrap();
     }
@@ -1057,6 +1063,7 @@ mod tests {
             incarnation: 0,
             pid: None,
             pausable: false,
+            threads: false,
         })
         .unwrap();
         done(&mut st, 0, None, json!({})).unwrap();
@@ -1184,6 +1191,7 @@ mod tests {
                 incarnation: 0,
                 pid: None,
                 pausable: false,
+                threads: false,
             })
             .unwrap_err();
         assert_eq!((e.status, e.code), (426, "protocol-version"));
@@ -1293,5 +1301,49 @@ mod tests {
             st.pending().iter().map(|e| e.id).collect::<Vec<_>>(),
             vec![m]
         );
+    }
+
+    #[test]
+    fn a_node_with_threads_offers_its_other_events_while_parked_in_either_order() {
+        let mut st = booted(2);
+        st.register(&RegisterRequest {
+            protocol: PROTOCOL_VERSION,
+            node: 0,
+            incarnation: 0,
+            pid: None,
+            pausable: false,
+            threads: true,
+        })
+        .unwrap();
+        done(&mut st, 0, None, json!({})).unwrap();
+        done(&mut st, 1, None, json!({})).unwrap();
+        let m = send(&mut st, 1, None, 0, Kind::Message, "m", 0).unwrap();
+        let t = send(&mut st, 0, None, 0, Kind::Timeout, "t", 0).unwrap();
+        st.enable(t).unwrap();
+        let d = send(&mut st, 0, Some(t), 0, Kind::Disk, "log", 0).unwrap();
+        done(&mut st, 0, Some(t), json!({})).unwrap();
+        let mut p: Vec<EventId> = st.pending().iter().map(|e| e.id).collect();
+        p.sort();
+        let mut both = vec![m, d];
+        both.sort();
+        assert_eq!(
+            p, both,
+            "one thread waits to write, another may receive first"
+        );
+        // The message first: its order follows the timer; the write's follows the message.
+        st.enable(m).unwrap();
+        st.enable(d).unwrap();
+        let orders = st
+            .poll(&PollRequest {
+                node: 0,
+                incarnation: 0,
+                after: 1,
+                wait_ms: None,
+            })
+            .unwrap()
+            .0;
+        let names: Vec<&str> = orders.iter().map(|o| o.event.name.as_str()).collect();
+        assert_eq!(names, ["m", "log"]);
+        assert_eq!(orders[1].previous, Some(w(m)));
     }
 }

@@ -75,6 +75,8 @@ pub struct Flymc {
     parallel_turn: bool,
     started: bool,
     stats: Counters,
+    /// Abstract states include each node's disk ([`crate::disk`]).
+    disk_state: bool,
 }
 
 /// Sets-file independence, or MoDist's rule when independence is off.
@@ -124,7 +126,14 @@ impl Flymc {
             parallel_turn: true,
             started: false,
             stats: Counters::default(),
+            disk_state: false,
         }
+    }
+
+    /// Tell states apart by what the nodes' crash-point writes put on disk as well.
+    pub fn disk_state(mut self, on: bool) -> Self {
+        self.disk_state = on;
+        self
     }
 }
 
@@ -184,7 +193,8 @@ impl Strategy for Flymc {
             self.scheduled.insert((hashes[i], *id));
         }
         let abs = if self.opts.symmetry {
-            Some(self.history.abstractions(run))
+            let disks = self.disk_state.then(|| crate::disk::digests(run)).flatten();
+            Some(self.history.abstractions(run, disks.as_deref()))
         } else {
             None
         };
@@ -297,6 +307,7 @@ impl Strategy for Flymc {
                 ("independence".into(), self.stats.independence),
             ],
             deprioritized: self.stats.deprioritized,
+            ..Default::default()
         }
     }
 }

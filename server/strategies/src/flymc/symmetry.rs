@@ -33,18 +33,28 @@ impl History {
         }
     }
 
-    /// Abstract every state of a run (index `i` is the state before step `i`).
-    pub fn abstractions(&mut self, run: &Run) -> Vec<Rc<Abstraction>> {
+    /// Abstract every state of a run (index `i` is the state before step `i`), with what each
+    /// node has on disk when `disks` says ([`crate::disk`]).
+    pub fn abstractions(&mut self, run: &Run, disks: Option<&[Vec<u64>]>) -> Vec<Rc<Abstraction>> {
         run.states
             .iter()
             .zip(&run.hashes)
-            .map(|(s, h)| {
-                if let Some(a) = self.memo.get(h) {
+            .enumerate()
+            .map(|(i, (s, h))| {
+                let disk = disks.map(|d| &d[i][..]);
+                let memo = match disk {
+                    Some(d) => stable_hash(format!("{h:x}{d:?}").as_bytes()),
+                    None => *h,
+                };
+                if let Some(a) = self.memo.get(&memo) {
                     return a.clone();
                 }
-                let a = Rc::new(self.sym.abstract_state(s));
+                let a = Rc::new(match disk {
+                    Some(d) => self.sym.abstract_state(&crate::disk::with_disks(s, d)),
+                    None => self.sym.abstract_state(s),
+                });
                 if self.memo.len() < MAX_MEMO {
-                    self.memo.insert(*h, a.clone());
+                    self.memo.insert(memo, a.clone());
                 }
                 a
             })

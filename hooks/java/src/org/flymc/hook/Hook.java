@@ -602,13 +602,15 @@ public final class Hook {
             t.monitor = recv;
         }
         timers.put(id, t);
+        if (monitor) {
+            timerMonitors.put(id, recv);
+        }
         Rest r = enter(TIMER, t);
         boolean fired;
         try {
             if (monitor) {
                 // We hold recv's monitor (Object.wait's contract): a notify ends the wait, and so
                 // does the timer's order, which notifies recv.
-                timerMonitors.put(id, recv);
                 while (!t.fired && !r.woken) {
                     recv.wait();
                 }
@@ -816,7 +818,9 @@ public final class Hook {
         if (!p.kind.equals("disk")) {
             return;
         }
-        String eid = report("disk", p.name(env), node, null, null, null, null);
+        // Fields say what is written (an epoch's value): flymc tells disk states apart by them.
+        Object fields = p.fields != null ? p.fields.eval(env) : null;
+        String eid = report("disk", p.name(env), node, fields, null, null, null);
         Mail m = new Mail();
         parked.put(eid, m);
         enter(PARK, m);
@@ -922,14 +926,22 @@ public final class Hook {
                 return;
             }
             Timer t = timers.get(id);
-            if (t != null) {
-                t.fired = true;
-                Object mon = timerMonitors.get(id);
-                if (mon != null) {
+            Object mon = timerMonitors.get(id);
+            if (t != null && mon != null) {
+                // The waiter needs mon's monitor back, and another thread may hold it while it
+                // waits at a crash point: fire from a thread of its own, which rests blocked
+                // until that one moves (the timer counts as fired only once it has the monitor).
+                Thread fire = new Thread(() -> {
                     synchronized (mon) {
+                        t.fired = true;
                         mon.notifyAll();
                     }
-                }
+                    bump();
+                }, "flymc-timer-fire");
+                fire.setDaemon(true);
+                fire.start();
+            } else if (t != null) {
+                t.fired = true;
                 synchronized (t) {
                     t.notifyAll();
                 }
@@ -1001,6 +1013,11 @@ public final class Hook {
             if (pinned.contains(t)) {
                 return t.getName() + " (reading)";
             }
+            Thread.State st = t.getState();
+            if (st == Thread.State.BLOCKED && blockedByRest(t)) {
+                // Woken or not, it goes on only after flymc moves the thread it waits for.
+                continue;
+            }
             Rest r = resting.get(t);
             if (r != null) {
                 if (r.busy()) {
@@ -1008,7 +1025,6 @@ public final class Hook {
                 }
                 continue;
             }
-            Thread.State st = t.getState();
             if (st == Thread.State.WAITING || st == Thread.State.TIMED_WAITING || st == Thread.State.TERMINATED
                 || st == Thread.State.NEW) {
                 continue;
@@ -1028,6 +1044,24 @@ public final class Hook {
             }
         }
         return null;
+    }
+
+    /**
+     * A thread blocked on a monitor that a resting thread holds (say, one parked at a crash
+     * point inside a synchronized method) rests too: it goes on only after flymc moves that one.
+     */
+    private static boolean blockedByRest(Thread t) {
+        java.lang.management.ThreadInfo info =
+            java.lang.management.ManagementFactory.getThreadMXBean().getThreadInfo(t.getId());
+        if (info == null || info.getLockOwnerId() < 0) {
+            return false;
+        }
+        for (Map.Entry<Thread, Rest> e : resting.entrySet()) {
+            if (e.getKey().getId() == info.getLockOwnerId()) {
+                return !e.getValue().busy();
+            }
+        }
+        return false;
     }
 
     private static boolean idle(StackTraceElement[] s) {

@@ -34,6 +34,29 @@ public final class FlymcZk {
         return sid - 1;
     }
 
+    // ---------------------------------------------------------------- disk writes
+
+    /** Fields of a crash-point write: the value it writes (an epoch, a snapshot's zxid). */
+    public static Map<String, Object> written(Object value) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("value", value);
+        return m;
+    }
+
+    /** Fields of a transaction log flush: the highest zxid it makes durable. */
+    public static Map<String, Object> flushed(Collection<?> toFlush) {
+        long last = -1;
+        for (Object o : toFlush) {
+            org.apache.zookeeper.txn.TxnHeader h = ((org.apache.zookeeper.server.Request) o).getHdr();
+            if (h != null) {
+                last = Math.max(last, h.getZxid());
+            }
+        }
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("zxid", last);
+        return m;
+    }
+
     // ---------------------------------------------------------------- client writes
 
     /** Zxids of writes this node's client saw acknowledged, in order. */
