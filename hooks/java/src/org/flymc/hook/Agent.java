@@ -74,6 +74,9 @@ public final class Agent {
         if (System.getenv("FLYMC_RESUME") != null) {
             reg.put("pausable", true);
         }
+        // A thread parked at a crash point holds only itself: the others take their orders
+        // meanwhile, so flymc may choose what this node does before the write.
+        reg.put("threads", true);
         Hook.net.post("register", reg, false);
 
         Expr ready = cfg.get("ready_when") != null ? Expr.parse(cfg.get("ready_when").toString()) : null;
