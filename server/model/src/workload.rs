@@ -15,6 +15,11 @@
 //! when = 'n2.state == "FOLLOWING"'   # offer faults only in states where this holds
 //! [params]                  # system-specific: see [`Workload::params`]
 //! variant = "bug-5925"
+//! [exceptions]              # no-exception: records these regexes cover are no finding
+//! allow = ["^java\\.io\\.EOFException"]   # over `TYPE: MESSAGE in WHERE` (crate::exceptions)
+//! system = true             # the system's own allow list applies too (default)
+//! [logs]                    # no-error-log: node log lines these regexes match are findings
+//! patterns = ["ERROR .* - (.*)"]   # group 1, if any, is what is kept
 //! ```
 //!
 //! A node in `down` is not started with the others: no process, an empty data directory, and
