@@ -193,9 +193,14 @@ fn zookeepers_default_allow_list_lets_a_crash_pass_but_not_a_null_pointer() {
     ));
     assert!(allowed("java.lang.InterruptedException", None, follow));
     assert!(!allowed("java.lang.NullPointerException", None, sync));
-    assert!(!allowed(
+    assert!(allowed(
         "java.io.IOException",
         Some("Leaders epoch, 1 is less than accepted epoch, 2"),
+        "org.apache.zookeeper.server.quorum.Learner.registerWithLeader"
+    ));
+    assert!(!allowed(
+        "java.lang.IllegalStateException",
+        Some("flymc: the connection to the peer is lost"),
         follow
     ));
 }

@@ -429,8 +429,9 @@ pub const MESSAGE_KINDS: &[&str] = &[
 /// by exploring le-3crash and zab-1txn-crash with the list empty: the connection to a crashed
 /// peer is lost or closed (the hook's read throws what the socket would; a real write to it
 /// fails), a learner's read times out while it is not synced, a learner cannot connect to a
-/// leader that crashed, the leader's waits for a quorum of epoch or NEWLEADER acks end without
-/// one, and a leader that steps down interrupts its learner handlers.
+/// leader that crashed, a learner refuses a stale leader's epoch, the leader's waits for a
+/// quorum of epoch or NEWLEADER acks end without one, and a leader that steps down interrupts
+/// its learner handlers.
 pub const ALLOWED_EXCEPTIONS: &[&str] = &[
     r"^java\.net\.SocketException: flymc: the connection to the peer is lost in ",
     r"^java\.io\.EOFException: flymc: the peer closed the connection in ",
@@ -441,6 +442,9 @@ pub const ALLOWED_EXCEPTIONS: &[&str] = &[
     r"^java\.lang\.InterruptedException in ",
     // A leader's handler writes to a follower that crashed: the kernel answers the real write.
     r"^java\.net\.SocketException: (Broken pipe|Connection reset)",
+    // A learner refuses a leader whose epoch is older than one it accepted (from a leader that
+    // crashed since) and goes back to electing: 3.8.0's designed answer to a stale leader.
+    r"^java\.io\.IOException: Leaders epoch, \d+ is less than accepted epoch, \d+ in ",
     // A follower gives up connecting to a leader that crashed (after its connect-retry timers).
     r"^java\.io\.IOException: Failed connect to /?<addr> in ",
 ];
