@@ -20,7 +20,7 @@ use flymc_core::replay::{replay, ReplayOutcome};
 use flymc_core::run::Run;
 use flymc_model::exceptions::{compile, subject, NO_ERROR_LOG, NO_EXCEPTION};
 use flymc_model::{System, Workload};
-use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
+use flymc_strategies::{self as strategy, StrategyContext};
 use serde_json::{json, Value};
 
 fn demo() -> DemoSystem {
@@ -37,19 +37,8 @@ fn demo_workload(extra: &str, clients: &str) -> Workload {
 /// Explore `w` with dfs for up to `paths` paths; the runs in order.
 fn explore(system: &dyn System, w: &Workload, paths: u64) -> Vec<Run> {
     let ctx = StrategyContext {
-        workload: w,
-        symmetry: system.symmetry(w),
-        seed: 0,
-        bound: 25,
         stateless_dfs: false,
-        sets: None,
-        flymc: FlymcOptions {
-            symmetry: true,
-            independence: true,
-            parallel_flips: true,
-        },
-        fault_vars: system.fault_vars(),
-        disk_state: true,
+        ..StrategyContext::for_system(system, w)
     };
     let mut strat = strategy::build("dfs", &ctx).unwrap();
     let cfg = ExploreConfig {

@@ -19,7 +19,7 @@ use flymc_core::run::Run;
 use flymc_model::{EventId, EventKind, GlobalState, Target, Workload};
 use flymc_raft::{Flavor, RaftSystem};
 use flymc_real::RealTarget;
-use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
+use flymc_strategies::{self as strategy, StrategyContext};
 use serde_json::{json, Value};
 
 /// zk-le-sim's three-node election with `faults` as its `[faults]` table, written to
@@ -37,19 +37,10 @@ fn zk_le(dir: &Path, name: &str, faults: &str) -> Workload {
 fn explore(w: &Workload, strategy_name: &str, seed: u64, paths: u64) -> Vec<Run> {
     let system = systems::find(&w.system).unwrap();
     let ctx = StrategyContext {
-        workload: w,
-        symmetry: system.symmetry(w),
         seed,
-        bound: 25,
         stateless_dfs: false,
         sets: systems::load_sets(system.as_ref(), w, None).unwrap(),
-        flymc: FlymcOptions {
-            symmetry: true,
-            independence: true,
-            parallel_flips: true,
-        },
-        fault_vars: system.fault_vars(),
-        disk_state: true,
+        ..StrategyContext::for_system(system.as_ref(), w)
     };
     let mut s = strategy::build(strategy_name, &ctx).unwrap();
     let cfg = ExploreConfig {

@@ -15,9 +15,9 @@ use flymc_core::pathfile::PathFile;
 use flymc_core::plan::Plan;
 use flymc_core::replay::{replay, ReplayOutcome};
 use flymc_core::run::{Ending, Run, CANNOT_RESTART_PROPERTY, EXITED_PROPERTY};
-use flymc_model::{EventKind, System, Workload};
+use flymc_model::{EventKind, Workload};
 use flymc_real::RealTarget;
-use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
+use flymc_strategies::{self as strategy, StrategyContext};
 
 fn demo() -> DemoSystem {
     DemoSystem::with_program(support::node_program("flymc-demo-node", "flymc-demo-node"))
@@ -69,17 +69,7 @@ fn a_rebooted_node_that_refuses_its_disk_state_is_cannot_restart_and_exploration
     );
     let sys = demo();
     let out = tempfile::tempdir().unwrap();
-    let ctx = StrategyContext {
-        workload: &w,
-        symmetry: sys.symmetry(&w),
-        seed: 0,
-        bound: 25,
-        stateless_dfs: false,
-        sets: None,
-        flymc: FlymcOptions::default(),
-        fault_vars: sys.fault_vars(),
-        disk_state: true,
-    };
+    let ctx = StrategyContext::for_system(&sys, &w);
     let mut strat = strategy::build("faults", &ctx).unwrap();
     let budget = 12;
     let cfg = ExploreConfig {

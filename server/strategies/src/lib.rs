@@ -44,6 +44,25 @@ pub struct StrategyContext<'a> {
 
 pub use flymc::FlymcOptions;
 
+impl<'a> StrategyContext<'a> {
+    /// What `system` says for `workload` (its symmetry, fault variables), every FlyMC
+    /// algorithm and disk states on, seed 0, bound 25, no sets file: callers change the fields
+    /// their run differs in.
+    pub fn for_system(system: &dyn flymc_model::System, workload: &'a Workload) -> Self {
+        StrategyContext {
+            workload,
+            symmetry: system.symmetry(workload),
+            seed: 0,
+            bound: 25,
+            stateless_dfs: !system.states_are_complete(),
+            sets: None,
+            flymc: FlymcOptions::default(),
+            fault_vars: system.fault_vars(),
+            disk_state: true,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
     #[error("unknown strategy `{0}`; valid strategies: {valid}", valid = NAMES.join(", "))]
