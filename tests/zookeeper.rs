@@ -669,3 +669,31 @@ fn two_threads_of_one_node_at_interception_points_race_both_ways_and_both_replay
         assert!(outcomes.len() < 3, "path {n} did not replay: {outcomes:?}");
     }
 }
+
+/// ZOOKEEPER-4394 on 3.8.0, as `faults` found it on zab-1txn-crash (path 77): a learner synced
+/// by SNAP with an outstanding proposal gets the proposal's COMMIT after NEWLEADER, and
+/// `Learner.syncWithLeader` throws a NullPointerException that ZooKeeper catches and logs.
+#[test]
+fn the_shipped_4394_path_replays_the_null_pointer_in_sync() {
+    let _one = one_cluster();
+    let d = tmp();
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/paths/zookeeper-zk-4394.json");
+    let mut outputs = Vec::new();
+    for _ in 0..3 {
+        let again = flymc_in(d.path(), &["replay", file.to_str().unwrap()]);
+        if again.stdout.contains("reproduced: no-exception") {
+            assert!(
+                again.stdout.contains(
+                    "java.lang.NullPointerException (Cannot read field \"hdr\" because \"pif\" is null) escaped org.apache.zookeeper.server.quorum.Learner.syncWithLeader"
+                ),
+                "{}",
+                again.all()
+            );
+            assert_eq!(again.code, 1, "{}", again.all());
+            return;
+        }
+        outputs.push(again.all());
+    }
+    panic!("the ZOOKEEPER-4394 path did not replay in three attempts: {outputs:#?}");
+}
