@@ -599,6 +599,14 @@ impl Target for RealTarget {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(failed(e)),
             }
+            for report in crash_reports(&slot.data_dir) {
+                let Some(file) = report.file_name() else {
+                    continue;
+                };
+                let to = into.join(format!("n{}-{}", slot.node, file.to_string_lossy()));
+                std::fs::copy(&report, to).map_err(failed)?;
+                kept += 1;
+            }
         }
         Ok(kept)
     }
@@ -615,6 +623,26 @@ impl Target for RealTarget {
         self.take_deferred()?;
         stopped
     }
+}
+
+/// Crash reports a runtime left in a node's working directory (the data directory): the JVM's
+/// `hs_err_pid*.log` when it ends on an internal error. Kept with the logs: a `node-exited`
+/// finding that is the runtime's fault, not the system's, shows there.
+fn crash_reports(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<std::path::PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("hs_err_pid") && n.ends_with(".log"))
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 /// The last `n` non-empty lines of the log file at `path` (none if it cannot be read).
@@ -690,5 +718,31 @@ fn release(path: &std::path::Path, timeout: Duration) -> std::io::Result<()> {
 impl Drop for RealTarget {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_jvms_crash_report_in_the_data_directory_is_found_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        for f in [
+            "hs_err_pid1.log",
+            "hs_err_pid7.log",
+            "zoo.cfg",
+            "n0.log",
+            "hs_err_pid1.txt",
+        ] {
+            std::fs::write(d.path().join(f), "x").unwrap();
+        }
+        std::fs::create_dir(d.path().join("version-2")).unwrap();
+        let names: Vec<String> = crash_reports(d.path())
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["hs_err_pid1.log", "hs_err_pid7.log"]);
+        assert!(crash_reports(&d.path().join("missing")).is_empty());
     }
 }
