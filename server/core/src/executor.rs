@@ -521,18 +521,16 @@ impl<'r, 'c> Running<'r, 'c> {
                 restarting,
                 log_tail,
             } => {
-                let property = match restarting {
-                    true => CANNOT_RESTART_PROPERTY,
-                    false => EXITED_PROPERTY,
+                let (property, how) = match restarting {
+                    true => (
+                        CANNOT_RESTART_PROPERTY,
+                        "rebooted, exited before it was ready",
+                    ),
+                    false => (EXITED_PROPERTY, "exited on its own"),
                 };
-                let log = match log_tail.last() {
-                    Some(l) => format!("; its log ends: {l}"),
-                    None => String::new(),
-                };
-                let how = match restarting {
-                    true => "rebooted, exited before it was ready",
-                    false => "exited on its own",
-                };
+                let log = log_tail
+                    .last()
+                    .map_or(String::new(), |l| format!("; its log ends: {l}"));
                 (
                     property,
                     PropertyKind::Safety,
