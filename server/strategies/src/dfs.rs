@@ -120,7 +120,9 @@ impl Strategy for Dfs {
         let spent = spent_after(run, n);
         let key = |i: usize| (run.hashes[i], spent[i].0, spent[i].1);
         // A run that ended in a hang has no state after its last step.
-        let settled = run.hashes.len() - 1;
+        let Some(settled) = run.hashes.len().checked_sub(1) else {
+            return;
+        };
         if !self.stateless {
             for (i, step) in run.steps.iter().enumerate().take(settled) {
                 self.succ

@@ -298,9 +298,10 @@ impl<D: Dependence + Clone + Send + 'static> Strategy for Dpor<D> {
                 self.consider(run, (j, hashes[j]), c, prefix, &asleep[j], &mut new);
             }
         }
-        // Faults left untaken at the end: run them there, and races move them earlier.
+        // Faults left untaken at the end: run them there, and races move them earlier. A run
+        // that ended in a hang or a node's exit has no state after its last step to branch from.
         let end = run.steps.len();
-        if self.opts.bound.is_none_or(|b| end < b) {
+        if self.opts.bound.is_none_or(|b| end < b) && end < run.states.len() {
             for f in &run.final_enabled {
                 let mut prefix = ids.clone();
                 prefix.push(f.event.id);

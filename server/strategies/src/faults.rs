@@ -131,7 +131,9 @@ impl Strategy for Faults {
         let ids = run.event_ids();
         // Steps with a resulting state (a run that ended on a hang or a node's exit has one
         // step without).
-        let n = run.states.len() - 1;
+        let Some(n) = run.states.len().checked_sub(1) else {
+            return;
+        };
         let spent = spent_after(run, n);
         let disks = self.disk_state.then(|| disk::digests(run)).flatten();
         // Placements before the plan's own fault were offered by the runs that led here.

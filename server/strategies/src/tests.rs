@@ -365,3 +365,179 @@ fn a_run_that_ended_in_a_hang_is_learnt_from_up_to_the_step_that_hung() {
         assert!(!alternatives.is_empty() && !alternatives.contains(&hung));
     }
 }
+
+/// [`TinySystem`] whose cluster stops settling (or whose node 0 ends on its own) at one step
+/// of every run: the run records that step without a resulting state, so it has fewer states
+/// than steps (issue 22: `faults` indexed past them and lost the finding).
+struct FailsAt {
+    /// The settle (counted from the run's start, whose initial state is the first) that fails.
+    at: usize,
+    exited: bool,
+}
+
+struct FailsAtTarget {
+    inner: Box<dyn flymc_model::Target>,
+    at: usize,
+    exited: bool,
+    settles: usize,
+}
+
+impl flymc_model::Target for FailsAtTarget {
+    fn start(&mut self, w: &flymc_model::Workload) -> Result<(), flymc_model::TargetError> {
+        self.settles = 0;
+        self.inner.start(w)
+    }
+    fn pending(&self) -> Vec<flymc_model::Event> {
+        self.inner.pending()
+    }
+    fn enable(&mut self, id: flymc_model::EventId) -> Result<(), flymc_model::TargetError> {
+        self.inner.enable(id)
+    }
+    fn settle(&mut self) -> Result<flymc_model::GlobalState, flymc_model::TargetError> {
+        self.settles += 1;
+        if self.settles == self.at {
+            return Err(self.failure());
+        }
+        self.inner.settle()
+    }
+    fn crash(&mut self, node: flymc_model::NodeId) -> Result<(), flymc_model::TargetError> {
+        // A crash or reboot at the failing step fails itself (a real node that refuses to
+        // restart is reported by the reboot).
+        match self.settles + 1 == self.at {
+            true => Err(self.failure()),
+            false => self.inner.crash(node),
+        }
+    }
+    fn reboot(&mut self, node: flymc_model::NodeId) -> Result<(), flymc_model::TargetError> {
+        match self.settles + 1 == self.at {
+            true => Err(self.failure()),
+            false => self.inner.reboot(node),
+        }
+    }
+    fn stop(&mut self) -> Result<(), flymc_model::TargetError> {
+        self.inner.stop()
+    }
+}
+
+impl FailsAtTarget {
+    fn failure(&self) -> flymc_model::TargetError {
+        match self.exited {
+            false => flymc_model::TargetError::Hang { node: 0, millis: 1 },
+            true => flymc_model::TargetError::Exited {
+                node: 0,
+                status: "exit status 1".into(),
+                restarting: false,
+                log_tail: Vec::new(),
+            },
+        }
+    }
+}
+
+impl flymc_model::System for FailsAt {
+    fn name(&self) -> &'static str {
+        "tiny"
+    }
+    fn description(&self) -> &'static str {
+        "test fixture"
+    }
+    fn target(
+        &self,
+        w: &flymc_model::Workload,
+    ) -> Result<Box<dyn flymc_model::Target>, flymc_model::TargetError> {
+        Ok(Box::new(FailsAtTarget {
+            inner: TinySystem.target(w)?,
+            at: self.at,
+            exited: self.exited,
+            settles: 0,
+        }))
+    }
+    fn properties(&self, w: &flymc_model::Workload) -> Vec<Box<dyn flymc_model::Property>> {
+        TinySystem.properties(w)
+    }
+    fn symmetry(&self, w: &flymc_model::Workload) -> Symmetry {
+        TinySystem.symmetry(w)
+    }
+}
+
+#[test]
+fn every_strategy_takes_runs_that_ended_in_a_hang_or_a_node_exit() {
+    use flymc_core::run::Ending;
+    use flymc_model::System;
+    let known = flymc_model::sets::Known::default();
+    let sets = flymc_model::sets::SetsFile::parse("tiny.json", TINY_SETS, &known).unwrap();
+    // Races at both nodes, a forward, and faults to place: every strategy has branches to take
+    // from the steps before the one that hung.
+    let w = workload(
+        2,
+        "[[0, 1], [1, -1], [1, 0]]",
+        "[faults]\ncrashes = 1\nreboots = 1",
+    );
+    for exited in [false, true] {
+        // The first settle is the initial state's: 2 hangs on the first step, 4 on the third.
+        for at in [2, 3, 4, 6] {
+            let system = FailsAt { at, exited };
+            // The run as every strategy gets it: one step more than states.
+            let mut target = system.target(&w).unwrap();
+            let run = flymc_core::executor::Executor::new(&system, &w)
+                .run(
+                    target.as_mut(),
+                    &flymc_core::plan::Plan::fifo(Vec::new()),
+                    None,
+                )
+                .unwrap();
+            assert_eq!(run.steps.len(), at - 1, "exited {exited}, at {at}");
+            assert_eq!(
+                run.states.len(),
+                run.steps.len(),
+                "exited {exited}, at {at}"
+            );
+            assert!(matches!(
+                run.ending,
+                Ending::Hang { .. } | Ending::Exited { .. }
+            ));
+            for name in NAMES {
+                for stateless_dfs in [false, true] {
+                    let ctx = StrategyContext {
+                        workload: &w,
+                        symmetry: Symmetry::all(w.nodes),
+                        seed: 3,
+                        bound: 25,
+                        stateless_dfs,
+                        sets: Some(sets.clone()),
+                        flymc: FlymcOptions::default(),
+                        fault_vars: None,
+                        disk_state: true,
+                    };
+                    let what =
+                        format!("{name} (stateless {stateless_dfs}, exited {exited}, at {at})");
+                    // Fed the hung run directly ...
+                    let mut s = build(name, &ctx).unwrap();
+                    let first = s.next_plan().unwrap();
+                    s.observe(&first, &run);
+                    let _ = s.queue_len();
+                    let _ = s.stats();
+                    // ... and in an exploration that goes on past every such finding: each
+                    // path hangs at the same depth, on whatever prefix the strategy asked for.
+                    let mut s = build(name, &ctx).unwrap();
+                    let cfg = ExploreConfig {
+                        max_paths: Some(60),
+                        keep_going: true,
+                        ..Default::default()
+                    };
+                    let mut findings = 0;
+                    let out = flymc_core::explore::explore_with(
+                        &system,
+                        &w,
+                        s.as_mut(),
+                        &cfg,
+                        &mut |_| {},
+                        &mut |r| findings += u64::from(r.violation.is_some()),
+                    )
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert!(out.violation.is_some(), "{what}: the hang is a finding");
+                    assert_eq!(findings, out.other_violations + 1, "{what}");
+                }
+            }
+        }
+    }
+}

@@ -242,7 +242,9 @@ impl Strategy for Flymc {
             }
         }
         let end = run.steps.len();
-        for f in &run.final_enabled {
+        // A run that ended in a hang or a node's exit has no state after its last step.
+        let ended_settled = end < run.states.len();
+        for f in run.final_enabled.iter().filter(|_| ended_settled) {
             if !asleep[end].contains(&f.event.id)
                 && self.scheduled.insert((hashes[end], f.event.id))
             {
