@@ -1,6 +1,10 @@
 //! A minimal HTTP/1.1 JSON client for the hook protocol: one kept-alive connection per lane
-//! (reports and polls never wait behind each other), TCP_NODELAY, one retry on a new connection
-//! when a kept-alive one was closed (every request of the protocol is idempotent).
+//! (reports and polls never wait behind each other), TCP_NODELAY, and a retry on a new
+//! connection when one was closed before it answered: the server closes kept-alive connections
+//! that stay idle, and under a burst of other connections it may close a new one before reading
+//! it (hooks/PROTOCOL.md, "Connections"). Every request of the protocol is idempotent.
+
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -16,6 +20,10 @@ use tokio::task::JoinHandle;
 
 use crate::protocol::{ErrorReply, PROTOCOL_VERSION, TOKEN_HEADER};
 use crate::HookError;
+
+/// New connections tried after a request's connection closed before it answered (20, 80 and
+/// 320 ms apart after the first).
+const RETRIES: u32 = 4;
 
 /// Which connection a request uses.
 #[derive(Clone, Copy)]
@@ -91,23 +99,25 @@ impl Client {
             Lane::Poll => &self.poll,
         };
         let mut slot = slot.lock().await;
-        let mut reused = true;
+        let mut attempt = 0;
         let (status, answer) = loop {
             let sender = match slot.as_mut() {
                 Some(c) if !c.sender.is_closed() => &mut c.sender,
-                _ => {
-                    reused = false;
-                    &mut slot.insert(self.connect().await?).sender
-                }
+                _ => &mut slot.insert(self.connect().await?).sender,
             };
             match self.send(sender, &path, bytes.clone()).await {
                 Ok(r) => break r,
                 Err(e) => {
                     *slot = None;
-                    if !reused {
+                    attempt += 1;
+                    if attempt > RETRIES {
                         return Err(HookError::Http(format!("{path}: {e}")));
                     }
-                    reused = false;
+                    // The first retry at once (a kept-alive connection found closed), later
+                    // ones after a pause that outlasts a burst of connections at the server.
+                    if attempt > 1 {
+                        tokio::time::sleep(Duration::from_millis(5 << (2 * (attempt - 1)))).await;
+                    }
                 }
             }
         };

@@ -8,11 +8,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::CONTENT_TYPE;
+use hyper::header::{CONNECTION, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::conns::{Ticket, BODY_TIMEOUT};
 use super::protocol::{
     CancelRequest, DoneRequest, ErrorReply, EventsRequest, PausedRequest, PollReply, PollRequest,
     RegisterRequest, PROTOCOL_VERSION, TOKEN_HEADER,
@@ -28,9 +29,10 @@ const MAX_WAIT_MS: u64 = 60_000;
 pub(super) async fn handle(
     req: Request<Incoming>,
     shared: Arc<Shared>,
+    ticket: Arc<Ticket>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let path = req.uri().path().to_string();
-    let answer = route(req, &shared).await;
+    let answer = route(req, &shared, &ticket).await;
     let (status, body) = match answer {
         Ok(body) => (StatusCode::OK, body),
         Err(e) => {
@@ -52,9 +54,14 @@ pub(super) async fn handle(
             )
         }
     };
-    let resp = Response::builder()
+    let mut resp = Response::builder()
         .status(status)
-        .header(CONTENT_TYPE, "application/json")
+        .header(CONTENT_TYPE, "application/json");
+    if !ticket.trusted() {
+        // Nobody who lacks the run's token keeps a connection (nor has its body read).
+        resp = resp.header(CONNECTION, "close");
+    }
+    let resp = resp
         .body(Full::new(body))
         .expect("a response from valid parts");
     Ok(resp)
@@ -64,17 +71,19 @@ fn json<T: Serialize>(v: &T) -> Bytes {
     Bytes::from(serde_json::to_vec(v).expect("protocol replies always serialise"))
 }
 
+fn unknown_endpoint(path: &str) -> ServerError {
+    ServerError::new(
+        404,
+        "unknown-endpoint",
+        format!(
+            "no endpoint {path}: use POST /v{PROTOCOL_VERSION}/register, events, done, poll, cancel or paused"
+        ),
+    )
+}
+
 /// `/v1/register` -> (1, "register").
 fn split_path(path: &str) -> Result<(u32, &str), ServerError> {
-    let unknown = || {
-        ServerError::new(
-            404,
-            "unknown-endpoint",
-            format!(
-                "no endpoint {path}: use POST /v{PROTOCOL_VERSION}/register, events, done, poll or cancel"
-            ),
-        )
-    };
+    let unknown = || unknown_endpoint(path);
     let rest = path.strip_prefix("/v").ok_or_else(unknown)?;
     let (version, endpoint) = rest.split_once('/').ok_or_else(unknown)?;
     let version: u32 = version.parse().map_err(|_| unknown())?;
@@ -82,9 +91,19 @@ fn split_path(path: &str) -> Result<(u32, &str), ServerError> {
 }
 
 async fn body<T: DeserializeOwned>(req: Request<Incoming>) -> Result<T, ServerError> {
-    let bytes = Limited::new(req.into_body(), MAX_BODY)
-        .collect()
+    let read = Limited::new(req.into_body(), MAX_BODY).collect();
+    let bytes = tokio::time::timeout(BODY_TIMEOUT, read)
         .await
+        .map_err(|_| {
+            ServerError::new(
+                408,
+                "slow-body",
+                format!(
+                    "the request body did not arrive within {} s",
+                    BODY_TIMEOUT.as_secs()
+                ),
+            )
+        })?
         .map_err(|e| {
             if e.is::<http_body_util::LengthLimitError>() {
                 ServerError::new(
@@ -105,7 +124,11 @@ async fn body<T: DeserializeOwned>(req: Request<Incoming>) -> Result<T, ServerEr
         .map_err(|e| ServerError::new(400, "malformed", format!("malformed JSON body: {e}")))
 }
 
-async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Result<Bytes, ServerError> {
+async fn route(
+    req: Request<Incoming>,
+    shared: &Arc<Shared>,
+    ticket: &Ticket,
+) -> Result<Bytes, ServerError> {
     shared.counted();
     let path = req.uri().path().to_string();
     let (version, endpoint) = split_path(&path)?;
@@ -120,7 +143,7 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Result<Bytes, Se
         endpoint,
         "register" | "events" | "done" | "poll" | "cancel" | "paused"
     ) {
-        return Err(split_path("/").unwrap_err());
+        return Err(unknown_endpoint(&path));
     }
     if req.method() != Method::POST {
         return Err(ServerError::new(
@@ -135,6 +158,7 @@ async fn route(req: Request<Incoming>, shared: &Arc<Shared>) -> Result<Bytes, Se
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     shared.with(|st| st.check_token(token.as_deref()))?;
+    ticket.trust();
     match endpoint {
         "register" => {
             let r: RegisterRequest = body(req).await?;
@@ -202,5 +226,11 @@ mod tests {
         assert_eq!(split_path("/v0/register").unwrap(), (0, "register"));
         assert_eq!(split_path("/register").unwrap_err().status, 404);
         assert_eq!(split_path("/vx/poll").unwrap_err().status, 404);
+        let e = unknown_endpoint("/v1/teleport");
+        assert!(
+            e.reason.starts_with("no endpoint /v1/teleport:"),
+            "{}",
+            e.reason
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! lock and waits for quiescence on a condition variable; long polls wait on per-node
 //! notifications. A fresh random token per run makes requests of earlier runs fail.
 
+pub mod conns;
 mod http;
 pub mod protocol;
 pub mod state;
@@ -20,10 +21,12 @@ use std::time::{Duration, Instant};
 use flymc_model::{Event, EventId, GlobalState, NodeId};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rand::RngCore;
 use tokio::sync::{oneshot, Notify};
 
+pub use conns::ConnStats;
+use conns::{Conns, Limits, HEADER_TIMEOUT};
 pub use state::{ClientRequest, RunState, SavedRun, ServerError, ServerStats, Unquiet};
 
 /// Nodes beyond this index get no long-poll slot (their requests fail as unknown nodes).
@@ -104,6 +107,7 @@ impl Shared {
 pub struct EventServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    conns: Arc<Conns>,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -124,12 +128,15 @@ impl EventServer {
             .build()?;
         let (tx, rx) = oneshot::channel();
         let s = shared.clone();
+        let conns = Conns::new(Limits::for_this_process());
+        let c = conns.clone();
         let thread = std::thread::Builder::new()
             .name("flymc-eventserver".into())
-            .spawn(move || runtime.block_on(serve(listener, s, rx)))?;
+            .spawn(move || runtime.block_on(serve(listener, s, c, rx)))?;
         Ok(EventServer {
             addr,
             shared,
+            conns,
             shutdown: Some(tx),
             thread: Some(thread),
         })
@@ -304,6 +311,11 @@ impl EventServer {
     pub fn stats(&self) -> ServerStats {
         self.shared.lock().stats.clone()
     }
+
+    /// What the server did with connections so far.
+    pub fn connections(&self) -> ConnStats {
+        self.conns.stats()
+    }
 }
 
 impl Drop for EventServer {
@@ -321,9 +333,13 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The longest pause after failing accepts (out of descriptors, mostly), doubling from 5 ms.
+const MAX_ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
+
 async fn serve(
     listener: std::net::TcpListener,
     shared: Arc<Shared>,
+    conns: Arc<Conns>,
     mut shutdown: oneshot::Receiver<()>,
 ) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
@@ -333,20 +349,57 @@ async fn serve(
             return;
         }
     };
+    let mut backoff = Duration::ZERO;
     loop {
-        tokio::select! {
+        let accepted = tokio::select! {
             _ = &mut shutdown => return,
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                let _ = stream.set_nodelay(true);
-                let s = shared.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req| http::handle(req, s.clone()));
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => {
+                backoff = Duration::ZERO;
+                stream
             }
-        }
+            Err(e) => {
+                // Retrying at once would spin while the descriptors are gone; the run itself
+                // reports exhaustion where it needs one (a node's port, a log file).
+                conns.accept_failed();
+                backoff = (backoff * 2).clamp(Duration::from_millis(5), MAX_ACCEPT_BACKOFF);
+                tracing::warn!(
+                    "event server cannot accept a connection ({e}); retrying in {} ms",
+                    backoff.as_millis()
+                );
+                tokio::select! {
+                    _ = &mut shutdown => return,
+                    _ = tokio::time::sleep(backoff) => continue,
+                }
+            }
+        };
+        let Some((ticket, evicted)) = conns.admit() else {
+            tracing::debug!("event server: too many connections; closing a new one");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let s = shared.clone();
+        tokio::spawn(async move {
+            let t = ticket.clone();
+            let service = service_fn(move |req| http::handle(req, s.clone(), t.clone()));
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                why = evicted => if why.is_err() {
+                    // Trusted (the sender is gone, not fired): serve it to the end.
+                    let _ = conn.await;
+                }
+            }
+            drop(ticket);
+        });
+        // Let the new connection read its head before the next accept: a hook's request is
+        // there at once and trusts its connection before a burst of idle ones could evict it.
+        tokio::task::yield_now().await;
     }
 }

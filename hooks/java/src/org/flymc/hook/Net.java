@@ -78,9 +78,20 @@ final class Net {
                 Hook.log("event server is gone (" + e + "); exiting");
                 Runtime.getRuntime().halt(75);
             } catch (java.io.IOException e) {
-                if (attempt >= 3) {
+                // The server closed the connection before answering: an idle kept-alive one, or a
+                // new one closed in a burst of other connections (hooks/PROTOCOL.md,
+                // "Connections"). Retry on a new one, after a pause that outlasts such a burst.
+                if (attempt >= 4) {
                     Hook.log("event server unreachable (" + e + "); exiting");
                     Runtime.getRuntime().halt(75);
+                }
+                if (attempt > 0) {
+                    try {
+                        Thread.sleep(5L << (2 * attempt));
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                        throw new IllegalStateException("interrupted talking to flymc");
+                    }
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
