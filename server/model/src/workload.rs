@@ -36,6 +36,7 @@
 
 mod params;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -47,6 +48,9 @@ use crate::event::NodeId;
 use crate::guard::Condition;
 
 pub const WORKLOAD_VERSION: i64 = 1;
+/// The largest workload file flymc reads: real ones are a few hundred bytes, and a path file
+/// may name any file as its workload.
+pub const MAX_WORKLOAD_BYTES: u64 = 1 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
@@ -64,6 +68,9 @@ pub enum WorkloadError {
     },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    /// `size`: ` (N bytes)` when the file says its size.
+    #[error("{path} is larger than the {max} MiB a workload file may be{size}; check that it is the workload file you meant", max = MAX_WORKLOAD_BYTES >> 20)]
+    TooLarge { path: PathBuf, size: String },
     #[error("{path}:{line}:{column}: faults.when: {message}")]
     Condition {
         path: PathBuf,
@@ -150,11 +157,29 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// Read and parse `path`, refusing a file over [`MAX_WORKLOAD_BYTES`] by its size before
+    /// reading it (and one that grows past it, or has no size, as it is read).
     pub fn load(path: &Path) -> Result<Workload, WorkloadError> {
-        let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
+        let io = |source| WorkloadError::Io {
             path: path.into(),
             source,
-        })?;
+        };
+        let too_large = |size: String| WorkloadError::TooLarge {
+            path: path.into(),
+            size,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let size = file.metadata().map_err(io)?.len();
+        if size > MAX_WORKLOAD_BYTES {
+            return Err(too_large(format!(" ({size} bytes)")));
+        }
+        let mut text = String::new();
+        file.take(MAX_WORKLOAD_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(io)?;
+        if text.len() as u64 > MAX_WORKLOAD_BYTES {
+            return Err(too_large(String::new()));
+        }
         Self::parse(path, &text)
     }
 
@@ -371,6 +396,21 @@ variant = "fixed"
             .unwrap_err()
             .to_string();
         assert!(e.contains("version 7"), "{e}");
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_by_its_size() {
+        let file =
+            std::env::temp_dir().join(format!("flymc-big-workload-{}.toml", std::process::id()));
+        let f = std::fs::File::create(&file).unwrap();
+        // Sparse: no disk is spent, and the file is not read.
+        f.set_len(MAX_WORKLOAD_BYTES + 1).unwrap();
+        let e = Workload::load(&file).unwrap_err().to_string();
+        std::fs::remove_file(&file).unwrap();
+        assert!(
+            e.ends_with("is larger than the 1 MiB a workload file may be (1048577 bytes); check that it is the workload file you meant"),
+            "{e}"
+        );
     }
 
     #[test]
