@@ -3,17 +3,31 @@
 //! Versioned JSON holding the system, the workload (with a hash of its file, and the nodes down
 //! at the start and the fault condition it was run with), the strategy and seed, the events by
 //! identity, every state seen, and the violation.
+//!
+//! Reading one is bounded: a file over [`MAX_BYTES`] is refused before it is read, and one
+//! with over [`MAX_EVENTS`] events before it is parsed into states, so a wrong or hostile file
+//! costs a refusal, not gigabytes. Event ids must be written as flymc writes them (16
+//! lowercase hex digits) and `version` as an integer.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use flymc_model::{EventId, GlobalState, NodeId, Violation, Workload};
-use serde::{Deserialize, Serialize};
+use serde::de::{self, IgnoredAny};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::error::Category;
 use serde_json::Value;
 
 use crate::run::{Ending, Run};
 
 pub const FORMAT: &str = "flymc-path";
 pub const VERSION: u64 = 1;
+/// The largest path file flymc reads. Real paths are far smaller (a 109-event ZooKeeper path
+/// with every state is 0.75 MB), and parsing takes several times the file's size in memory.
+pub const MAX_BYTES: u64 = 16 << 20;
+/// The most events a path file may hold. A workload's `max_events` keeps real paths in the
+/// hundreds; this only stops files that are not paths flymc wrote.
+pub const MAX_EVENTS: usize = 100_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PathFileError {
@@ -25,6 +39,11 @@ pub enum PathFileError {
     Version(PathBuf, u64),
     #[error("{0} is corrupt: {1}")]
     Corrupt(PathBuf, String),
+    /// The second field: ` (N bytes)` when the file says its size.
+    #[error("{0} is larger than the {max} MiB a path file may be{1}; flymc writes far smaller ones, so check that it is the path file you meant", max = MAX_BYTES >> 20)]
+    TooLarge(PathBuf, String),
+    #[error("{0} holds {1} {2}, but a path file may hold at most {MAX_EVENTS} events and one state more; flymc writes far fewer, so check that it is the path file you meant")]
+    TooManyEvents(PathBuf, usize, &'static str),
     #[error("cannot write path file {0}: {1}")]
     Write(PathBuf, std::io::Error),
 }
@@ -71,6 +90,7 @@ impl WorkloadRef {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PathEvent {
+    #[serde(deserialize_with = "canonical_id")]
     pub id: EventId,
     /// Human-readable, for people reading the file; replay uses `id` only.
     pub description: String,
@@ -150,14 +170,24 @@ impl PathFile {
     }
 
     pub fn load(path: &Path) -> Result<PathFile, PathFileError> {
-        let text = std::fs::read_to_string(path).map_err(|e| PathFileError::Io(path.into(), e))?;
-        let value: Value = serde_json::from_str(&text).map_err(|e| {
-            PathFileError::NotAPathFile(
+        let text = read_bounded(path)?;
+        // One pass that keeps nothing but the format, the version and how many events and
+        // states there are, so that what is refused is refused before it is parsed.
+        let head: Head = serde_json::from_str(&text).map_err(|e| match e.classify() {
+            Category::Data if e.to_string().starts_with("duplicate field") => {
+                PathFileError::Corrupt(path.into(), e.to_string())
+            }
+            // Valid JSON, but not an object: no path file's fields at all.
+            Category::Data => PathFileError::NotAPathFile(
+                path.into(),
+                format!("it has no \"format\": \"{FORMAT}\" field"),
+            ),
+            _ => PathFileError::NotAPathFile(
                 path.into(),
                 format!("invalid JSON at line {} column {}", e.line(), e.column()),
-            )
+            ),
         })?;
-        match value.get("format").and_then(Value::as_str) {
+        match head.format.as_ref().and_then(Value::as_str) {
             Some(FORMAT) => {}
             _ => {
                 return Err(PathFileError::NotAPathFile(
@@ -166,38 +196,78 @@ impl PathFile {
                 ))
             }
         }
-        match value.get("version").and_then(Value::as_u64) {
-            Some(VERSION) => {}
-            Some(v) => return Err(PathFileError::Version(path.into(), v)),
+        match head.version {
+            Some(Value::Number(n)) if n.as_u64() == Some(VERSION) => {}
+            Some(Value::Number(n)) if n.as_u64().is_some() => {
+                return Err(PathFileError::Version(path.into(), n.as_u64().unwrap_or(0)))
+            }
+            // `1.0` or `"1"` is not what flymc writes; saying so beats guessing what was meant.
+            Some(other) => {
+                return Err(PathFileError::Corrupt(
+                    path.into(),
+                    format!(
+                        "its \"version\" is {}, but it must be an integer (this flymc reads version {VERSION})",
+                        shorten(&other.to_string())
+                    ),
+                ))
+            }
             None => {
                 return Err(PathFileError::Corrupt(
                     path.into(),
-                    "it has no \"version\" number".into(),
+                    "it has no \"version\" field".into(),
                 ))
             }
         }
-        let file: PathFile = serde_json::from_value(value)
-            .map_err(|e| PathFileError::Corrupt(path.into(), e.to_string()))?;
-        let stateless = file.ending.stateless_step().is_some();
-        if file.states.len() != file.events.len() + usize::from(!stateless) {
-            return Err(PathFileError::Corrupt(
+        if head.events.0 > MAX_EVENTS {
+            return Err(PathFileError::TooManyEvents(
                 path.into(),
-                format!(
-                    "{} events but {} states (expected one more state than events)",
-                    file.events.len(),
-                    file.states.len()
-                ),
+                head.events.0,
+                "events",
             ));
         }
-        for (i, rec) in file.states.iter().enumerate() {
+        if head.states.0 > MAX_EVENTS + 1 {
+            return Err(PathFileError::TooManyEvents(
+                path.into(),
+                head.states.0,
+                "states",
+            ));
+        }
+        let file: PathFile = serde_json::from_str(&text)
+            .map_err(|e| PathFileError::Corrupt(path.into(), e.to_string()))?;
+        file.check()
+            .map_err(|m| PathFileError::Corrupt(path.into(), m))?;
+        Ok(file)
+    }
+
+    /// What a path file holds beyond its syntax: one state per event plus the initial state
+    /// (none after an event that ended the run without one), each matching its hash.
+    fn check(&self) -> Result<(), String> {
+        if self.states.is_empty() {
+            // Without the initial state a replay would compare nothing and "match".
+            return Err("it records no states; a path holds at least the initial state".into());
+        }
+        let stateless = self.ending.stateless_step();
+        if self.states.len() != self.events.len() + usize::from(stateless.is_none()) {
+            return Err(format!(
+                "{} events but {} states (expected one more state than events)",
+                self.events.len(),
+                self.states.len()
+            ));
+        }
+        if let Some(step) = stateless.filter(|&s| s + 1 != self.events.len()) {
+            return Err(format!(
+                "it ends without a state after step {step}, but its last step is {}",
+                self.events.len() as i64 - 1
+            ));
+        }
+        for (i, rec) in self.states.iter().enumerate() {
             if format!("{:016x}", rec.state.hash()) != rec.hash {
-                return Err(PathFileError::Corrupt(
-                    path.into(),
-                    format!("state {i} does not match its recorded hash (edited by hand?)"),
+                return Err(format!(
+                    "state {i} does not match its recorded hash (edited by hand?)"
                 ));
             }
         }
-        Ok(file)
+        Ok(())
     }
 
     pub fn save(&self, path: &Path) -> Result<(), PathFileError> {
@@ -213,5 +283,118 @@ impl PathFile {
 
     pub fn event_ids(&self) -> Vec<EventId> {
         self.events.iter().map(|e| e.id).collect()
+    }
+}
+
+/// The file's text, refusing a file over [`MAX_BYTES`] by its size before reading it, and one
+/// that grows past it (or has no size: a pipe) as it is read.
+fn read_bounded(path: &Path) -> Result<String, PathFileError> {
+    let io = |e| PathFileError::Io(path.into(), e);
+    let file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    if size > MAX_BYTES {
+        return Err(PathFileError::TooLarge(
+            path.into(),
+            format!(" ({size} bytes)"),
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(io)?;
+    if text.len() as u64 > MAX_BYTES {
+        return Err(PathFileError::TooLarge(path.into(), String::new()));
+    }
+    Ok(text)
+}
+
+/// What [`PathFile::load`] looks at before parsing the whole file; everything else is skipped
+/// without being kept.
+#[derive(Deserialize)]
+struct Head {
+    format: Option<Value>,
+    version: Option<Value>,
+    #[serde(default)]
+    events: Count,
+    #[serde(default)]
+    states: Count,
+}
+
+/// The length of a JSON array, counted without keeping its items; 0 for anything else (the
+/// full parse then says what is wrong with it).
+#[derive(Default)]
+struct Count(usize);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Count, D::Error> {
+        d.deserialize_any(CountVisitor)
+    }
+}
+
+struct CountVisitor;
+
+impl<'de> de::Visitor<'de> for CountVisitor {
+    type Value = Count;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+        let mut n = 0;
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            n += 1;
+        }
+        Ok(Count(n))
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Count, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Count(0))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Count, E> {
+        Ok(Count(0))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Count, E> {
+        Ok(Count(0))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Count, E> {
+        Ok(Count(0))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Count, E> {
+        Ok(Count(0))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Count, E> {
+        Ok(Count(0))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Count, E> {
+        Ok(Count(0))
+    }
+}
+
+/// An event id exactly as flymc writes it ([`EventId`]'s `Display`: 16 lowercase hex digits),
+/// so a path file names each event one way only.
+fn canonical_id<'de, D: Deserializer<'de>>(d: D) -> Result<EventId, D::Error> {
+    let s = String::deserialize(d)?;
+    match s.parse::<EventId>() {
+        Ok(id) if id.to_string() == s => Ok(id),
+        _ => Err(de::Error::custom(format!(
+            "`{}` is not an event id as flymc writes them (16 lowercase hex digits)",
+            shorten(&s)
+        ))),
+    }
+}
+
+/// A value from the file, cut short enough for a one-line message.
+fn shorten(s: &str) -> String {
+    match s.char_indices().nth(40) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s.to_string(),
     }
 }
