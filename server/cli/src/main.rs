@@ -338,6 +338,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     let system = systems::find_with(&args.system, &options)?;
     let folder = workloads::folder(folder)?;
     let workload = workloads::load(&folder, system.name(), &args.workload)?;
+    workloads::check_expect(system.as_ref(), &workload)?;
     let needs_sets = matches!(args.strategy.as_str(), "samc" | "flymc");
     let sets = if needs_sets || args.sets.is_some() {
         systems::load_sets(system.as_ref(), &workload, args.sets.as_deref())?
@@ -668,6 +669,7 @@ fn replay_cmd(file: &Path, folder: Option<&Path>, backend: &str) -> Result<u8> {
     let path = PathFile::load(file)?;
     let system = systems::find_on(&path.system, backend)?;
     let workload = workload_for(&path, folder)?;
+    workloads::check_expect(system.as_ref(), &workload)?;
     println!(
         "replaying {} ({} / {}, {} events, recorded by {} path {})",
         file.display(),

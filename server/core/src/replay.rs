@@ -1,4 +1,9 @@
 //! `flymc replay`: re-execute a path file and compare every state with the recorded one.
+//!
+//! What cannot be compared is refused before anything runs, as an error (`flymc replay` exits
+//! 2 with one line): a path file [`PathFile::load`] refuses (too large, too many events, no
+//! initial state, a malformed id or version), a workload written for another system than the
+//! path's, or one whose file changed. A replay that runs compares at least the initial state.
 
 use std::path::Path;
 
@@ -26,6 +31,15 @@ pub enum ReplayError {
     },
     #[error("the path's workload file {0} is missing and no workload `{1}` exists for {2}; pass --workloads DIR")]
     WorkloadMissing(String, String, String),
+    #[error("the path is for `{system}` but its workload file {file} is for `{found}`; correct the path file's \"system\" or \"workload\" so they agree, or re-run the exploration to record a new path")]
+    WrongSystem {
+        system: String,
+        file: String,
+        found: String,
+    },
+    /// Not from a file [`PathFile::load`] accepts, which always holds the initial state.
+    #[error("the path records no states, so a replay would compare nothing; re-run the exploration to record a new path")]
+    NothingToCompare,
     #[error(transparent)]
     Find(#[from] workloads::FindError),
     #[error(transparent)]
@@ -63,14 +77,23 @@ pub fn workload_for(path: &PathFile, folder: Option<&Path>) -> Result<Workload, 
         Workload::load(&path.workload.file).map_err(workloads::FindError::from)?
     } else {
         let folder = workloads::folder(folder)?;
-        workloads::load(&folder, &path.system, &path.workload.name).map_err(|_| {
-            ReplayError::WorkloadMissing(
+        workloads::load(&folder, &path.system, &path.workload.name).map_err(|e| match e {
+            workloads::FindError::Unknown { .. } => ReplayError::WorkloadMissing(
                 path.workload.file.display().to_string(),
                 path.workload.name.clone(),
                 path.system.clone(),
-            )
+            ),
+            other => other.into(),
         })?
     };
+    // Before anything else: the path's system would run a workload written for another.
+    if w.system != path.system {
+        return Err(ReplayError::WrongSystem {
+            system: path.system.clone(),
+            file: w.file.display().to_string(),
+            found: w.system,
+        });
+    }
     // Before the file's hash, which would refuse it too, so the message says what changed.
     let now = WorkloadRef::of(&w);
     if (&now.down, &now.fault_when) != (&path.workload.down, &path.workload.fault_when) {
@@ -95,6 +118,9 @@ pub fn replay(
     system: &dyn System,
     workload: &Workload,
 ) -> Result<ReplayOutcome, ReplayError> {
+    if path.states.is_empty() {
+        return Err(ReplayError::NothingToCompare);
+    }
     let mut target = system
         .target(workload)
         .map_err(|e| ReplayError::Setup(system.name().into(), e.to_string()))?;

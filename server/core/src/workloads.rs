@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use flymc_model::{Workload, WorkloadError};
+use flymc_model::{System, Workload, WorkloadError};
+
+use crate::run::{CANNOT_RESTART_PROPERTY, EXITED_PROPERTY, HANG_PROPERTY};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FindError {
@@ -19,6 +21,15 @@ pub enum FindError {
         file: PathBuf,
         system: String,
         found: String,
+    },
+    #[error(
+        "{file}: expect = \"{expect}\" names no property of {system}; its properties: {valid}"
+    )]
+    UnknownProperty {
+        file: PathBuf,
+        expect: String,
+        system: String,
+        valid: String,
     },
     #[error(transparent)]
     Workload(#[from] WorkloadError),
@@ -111,4 +122,31 @@ pub fn load(folder: &Path, system: &str, name_or_path: &str) -> Result<Workload,
         });
     }
     Ok(w)
+}
+
+/// Refuse a workload whose `expect` names a property no run of it on `system` checks: a
+/// misspelt name would otherwise wait silently for a violation that can never come.
+pub fn check_expect(system: &dyn System, w: &Workload) -> Result<(), FindError> {
+    let Some(expect) = &w.expect else {
+        return Ok(());
+    };
+    let mut valid: Vec<String> = flymc_model::exceptions::run_properties(system, w)
+        .iter()
+        .map(|p| p.name().to_string())
+        .collect();
+    // What the executor reports of nodes that hang or exit, for every system.
+    for name in [HANG_PROPERTY, EXITED_PROPERTY, CANNOT_RESTART_PROPERTY] {
+        valid.push(name.into());
+    }
+    if valid.contains(expect) {
+        return Ok(());
+    }
+    let mut seen = std::collections::HashSet::new();
+    valid.retain(|n| seen.insert(n.clone()));
+    Err(FindError::UnknownProperty {
+        file: w.file.clone(),
+        expect: expect.clone(),
+        system: system.name().into(),
+        valid: valid.join(", "),
+    })
 }
