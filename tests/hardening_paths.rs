@@ -1,1 +1,245 @@
 //! Hardening (issue 22): path files and workloads are bounded and checked; a replay compares something.
+//!
+//! Each test edits a path recorded on a simulated system (or one of `tests/paths/`) the way a
+//! careless or hostile user might, and expects one clear line and exit 2 before anything runs.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{assert_one_line_error, flymc_in, path_file, Ran};
+use flymc_core::pathfile::{PathFile, MAX_BYTES, MAX_EVENTS};
+use serde_json::{json, Value};
+
+/// A path of cassandra-sim's cass-3 (found on the second path, in milliseconds).
+fn recorded(dir: &Path) -> PathBuf {
+    let r = flymc_in(
+        dir,
+        &[
+            "run",
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            "cass-3",
+            "--strategy",
+            "flymc",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.all());
+    path_file(&r, dir)
+}
+
+fn read_json(file: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
+/// `json` written to `dir/name`, replayed.
+fn replay_edited(dir: &Path, name: &str, json: &Value) -> Ran {
+    let file = dir.join(name);
+    std::fs::write(&file, serde_json::to_string_pretty(json).unwrap()).unwrap();
+    flymc_in(dir, &["replay", file.to_str().unwrap()])
+}
+
+fn sha256_of(file: &Path) -> String {
+    flymc_model::workload::sha256_hex(&std::fs::read(file).unwrap())
+}
+
+/// Defect 2: a path whose system is not its workload's is refused before any cluster starts,
+/// instead of running one system on the other's workload and blaming it for diverging.
+#[test]
+fn a_path_whose_workload_is_another_systems_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/paths/raft-asyncraft-stale-commit.json");
+    let mut json = read_json(&shipped);
+    let workload = common::workloads().join("raft-asyncraft/stale-commit.toml");
+    json["system"] = json!("raft");
+    json["workload"]["file"] = json!(workload.to_str().unwrap());
+    let r = replay_edited(d.path(), "raft.json", &json);
+    assert_one_line_error(&r, "the path is for `raft` but its workload file");
+    assert!(
+        r.stderr
+            .contains("stale-commit.toml is for `raft-asyncraft`"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("replaying"), "{}", r.stdout);
+}
+
+/// Defect 3: a path file may name any file as its workload; a huge one is refused by its size,
+/// not read whole (a sparse file: no disk spent).
+#[test]
+fn a_huge_workload_file_is_refused_unread() {
+    let d = tempfile::tempdir().unwrap();
+    let file = recorded(d.path());
+    let big = d.path().join("big.toml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let mut json = read_json(&file);
+    json["workload"]["file"] = json!(big.to_str().unwrap());
+    let began = std::time::Instant::now();
+    let r = replay_edited(d.path(), "big.json", &json);
+    assert_one_line_error(
+        &r,
+        "big.toml is larger than the 1 MiB a workload file may be (2147483648 bytes)",
+    );
+    assert!(
+        began.elapsed().as_secs() < 10,
+        "it was read: {r:?}",
+        r = r.all()
+    );
+}
+
+/// Defect 4: a path without even its initial state would compare nothing and "match".
+#[test]
+fn an_empty_path_is_refused_not_matched() {
+    let d = tempfile::tempdir().unwrap();
+    let mut json = read_json(&recorded(d.path()));
+    json["events"] = json!([]);
+    json["states"] = json!([]);
+    json["ending"] = json!({"hang": {"step": 0}});
+    json["violation"] = Value::Null;
+    let r = replay_edited(d.path(), "empty.json", &json);
+    assert_one_line_error(
+        &r,
+        "is corrupt: it records no states; a path holds at least the initial state",
+    );
+    assert!(!r.stdout.contains("matched"), "{}", r.stdout);
+
+    // A run that ends without a state does so after its last event, not before it.
+    let mut json = read_json(&recorded(d.path()));
+    let states = json["states"].as_array_mut().unwrap();
+    states.pop();
+    let last = json["events"].as_array().unwrap().len() - 1;
+    json["ending"] = json!({"hang": {"step": last - 3}});
+    let r = replay_edited(d.path(), "early-hang.json", &json);
+    assert_one_line_error(&r, "ends without a state after step");
+}
+
+/// Defect 5: path files are refused by size before they are read, and by event count before
+/// they are parsed into states (48 MB of events took 847 MB before).
+#[test]
+fn path_files_are_bounded_in_size_and_events() {
+    let d = tempfile::tempdir().unwrap();
+    let big = d.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(MAX_BYTES + 1)
+        .unwrap();
+    let r = flymc_in(d.path(), &["replay", big.to_str().unwrap()]);
+    assert_one_line_error(
+        &r,
+        "big.json is larger than the 16 MiB a path file may be (16777217 bytes)",
+    );
+
+    let mut json = read_json(&recorded(d.path()));
+    let event = json["events"][0].clone();
+    json["events"] = Value::Array(vec![event; MAX_EVENTS + 1]);
+    let r = replay_edited(d.path(), "many.json", &json);
+    assert_one_line_error(
+        &r,
+        "many.json holds 100001 events, but a path file may hold at most 100000 events",
+    );
+}
+
+/// The limits hold every path flymc ships, with room to spare.
+#[test]
+fn shipped_paths_are_well_within_the_limits() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/paths");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let file = entry.unwrap().path();
+        let size = std::fs::metadata(&file).unwrap().len();
+        assert!(size * 10 < MAX_BYTES, "{}", file.display());
+        let path = PathFile::load(&file).unwrap_or_else(|e| panic!("{e}"));
+        assert!(path.events.len() * 100 < MAX_EVENTS, "{}", file.display());
+    }
+}
+
+/// Defect 8: `expect` naming no property would wait silently for a violation that cannot come.
+#[test]
+fn an_expected_property_that_does_not_exist_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let w = d.path().join("cass-3.toml");
+    let good =
+        std::fs::read_to_string(common::workloads().join("cassandra-sim/cass-3.toml")).unwrap();
+    std::fs::write(&w, &good).unwrap();
+    let run = |d: &Path| {
+        flymc_in(
+            d,
+            &[
+                "run",
+                "--system",
+                "cassandra-sim",
+                "--workload",
+                w.to_str().unwrap(),
+                "--strategy",
+                "flymc",
+            ],
+        )
+    };
+    let r = run(d.path());
+    assert_eq!(r.code, 1, "{}", r.all());
+    let file = path_file(&r, d.path());
+
+    let bad = good.replace(
+        "expect = \"no-handler-failure\"",
+        "expect = \"no-handler-failures\"",
+    );
+    assert_ne!(bad, good);
+    std::fs::write(&w, &bad).unwrap();
+    let r = run(d.path());
+    assert_one_line_error(
+        &r,
+        "cass-3.toml: expect = \"no-handler-failures\" names no property of cassandra-sim; its properties: ",
+    );
+    assert!(r.stderr.contains("no-handler-failure, "), "{}", r.stderr);
+    assert!(r.stderr.contains("node-settles"), "{}", r.stderr);
+
+    // The same at replay: the path recorded with this very file.
+    let mut json = read_json(&file);
+    json["workload"]["sha256"] = json!(sha256_of(&w));
+    let r = replay_edited(d.path(), "expect.json", &json);
+    assert_one_line_error(&r, "expect = \"no-handler-failures\" names no property");
+}
+
+/// Every workload flymc ships expects a property its system checks.
+#[test]
+fn shipped_workloads_expect_existing_properties() {
+    let folder = common::workloads();
+    for system in flymc::systems::all() {
+        for w in flymc_core::workloads::all(&folder, system.name()).unwrap() {
+            flymc_core::workloads::check_expect(system.as_ref(), &w)
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+/// Defect 9: an event id is written one way, 16 lowercase hex digits; a 17th digit (a leading
+/// zero) is refused with where it is.
+#[test]
+fn a_non_canonical_event_id_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let mut json = read_json(&recorded(d.path()));
+    let id = json["events"][0]["id"].as_str().unwrap().to_string();
+    json["events"][0]["id"] = json!(format!("0{id}"));
+    let r = replay_edited(d.path(), "id.json", &json);
+    assert_one_line_error(
+        &r,
+        &format!("is corrupt: `0{id}` is not an event id as flymc writes them (16 lowercase hex digits) at line "),
+    );
+}
+
+/// Defect 9: `version: 1.0` is told it must be an integer, not that it has no version.
+#[test]
+fn a_fractional_version_is_told_to_be_an_integer() {
+    let d = tempfile::tempdir().unwrap();
+    let mut json = read_json(&recorded(d.path()));
+    json["version"] = json!(1.0);
+    let r = replay_edited(d.path(), "version.json", &json);
+    assert_one_line_error(
+        &r,
+        "its \"version\" is 1.0, but it must be an integer (this flymc reads version 1)",
+    );
+}
