@@ -91,7 +91,7 @@ fn child_process_entry() {
 fn ctrl_c_and_sigterm_leave_no_snapshot_and_no_restored_process() {
     for signal in [libc::SIGINT, libc::SIGTERM] {
         let (status, base) = kill::kill_flymc_mid_run(CHILD_SNAPSHOTS, signal);
-        assert_eq!(status.code(), Some(130), "signal {signal}");
+        assert_eq!(status.code(), Some(128 + signal), "signal {signal}");
         let left: Vec<PathBuf> = std::fs::read_dir(&base)
             .unwrap()
             .flatten()

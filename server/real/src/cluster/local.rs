@@ -1,5 +1,6 @@
 //! Node processes on this machine: node `i` gets 127.0.k.(2+i), a free port, and
-//! `<run dir>/n<i>` as its data directory under a fresh per-run temporary directory.
+//! `<run dir>/n<i>` as its data directory under a fresh per-run directory, private to the user
+//! and swept when its flymc is gone ([`super::rundirs`]).
 //!
 //! With [`LocalBackend::namespaces`], each node starts as the first process of a PID and time
 //! namespace of its own, which lets CRIU dump it ([`Backend::dump`]) and restore it, even twice
@@ -24,6 +25,7 @@ use std::time::Duration;
 use flymc_model::NodeId;
 
 use super::procs;
+use super::rundirs::{self, OwnedDir, Root};
 use super::{Backend, Checkpoints, ClusterError, ExitListener, NodeCommand, NodeSlot};
 use crate::snapshot::{criu::cp, Criu, PendingSnapshot, Snapshot, SnapshotError, SnapshotStore};
 
@@ -65,12 +67,14 @@ impl Drop for Block {
 pub struct LocalBackend {
     /// This backend's addresses, claimed by the first run.
     block: Option<Block>,
-    /// Where run directories are created (default: the system's temporary directory).
+    /// Where run directories are created (default: [`Root::default_for_runs`]).
     base: Option<PathBuf>,
     keep_dirs: bool,
     /// Start each node in PID and time namespaces of its own (for snapshots).
     namespaces: bool,
     run_dir: Option<PathBuf>,
+    /// The current run directory's lock, held while it is in use.
+    owned: Option<OwnedDir>,
     slots: Vec<NodeSlot>,
     pids: HashMap<NodeId, u32>,
     /// Cluster snapshots, when asked for and CRIU works here.
@@ -102,13 +106,15 @@ impl LocalBackend {
             keep_dirs: false,
             namespaces: false,
             run_dir: None,
+            owned: None,
             slots: Vec::new(),
             pids: HashMap::new(),
             snaps: None,
         }
     }
 
-    /// Create run directories under `base`.
+    /// Create run directories in the folder `base` (checked like the default one: this user's,
+    /// writable by no one else).
     pub fn in_dir(mut self, base: impl Into<PathBuf>) -> LocalBackend {
         self.base = Some(base.into());
         self
@@ -165,6 +171,26 @@ impl LocalBackend {
     pub fn run_dir(&self) -> Option<&PathBuf> {
         self.run_dir.as_ref()
     }
+
+    fn root(&self) -> Root {
+        match &self.base {
+            Some(b) => Root::named(b),
+            None => Root::default_for_runs(),
+        }
+    }
+
+    /// Take `dir` as the current run's directory: marked kept, or removed by a Ctrl-C.
+    fn own(&mut self, dir: OwnedDir) -> Result<PathBuf, ClusterError> {
+        let path = dir.path().to_path_buf();
+        if self.keep_dirs {
+            dir.mark_kept().map_err(|e| ClusterError(e.to_string()))?;
+        } else {
+            procs::register_dir(&path);
+        }
+        self.run_dir = Some(path.clone());
+        self.owned = Some(dir);
+        Ok(path)
+    }
 }
 
 fn free_port(ip: Ipv4Addr) -> Result<u16, ClusterError> {
@@ -191,19 +217,9 @@ impl Backend for LocalBackend {
             self.block = Some(Block::claim()?);
         }
         let k = self.block.as_ref().map_or(0, |b| b.0);
-        let base = self.base.clone().unwrap_or_else(std::env::temp_dir);
-        let dir = tempfile::Builder::new()
-            .prefix("flymc-run-")
-            .tempdir_in(&base)
-            .map_err(|e| {
-                ClusterError(format!(
-                    "cannot create a run directory in {}: {e}",
-                    base.display()
-                ))
-            })?
-            .keep();
-        procs::register_dir(&dir);
-        self.run_dir = Some(dir.clone());
+        let created = rundirs::create(&self.root(), rundirs::RUN_PREFIX)
+            .map_err(|e| ClusterError(format!("cannot create a run directory: {e}")))?;
+        let dir = self.own(created)?;
         self.slots = (0..nodes)
             .map(|node| {
                 let ip = Ipv4Addr::new(127, 0, k, 2 + node as u8);
@@ -274,11 +290,20 @@ impl Backend for LocalBackend {
         let killed = procs::kill_and_wait(&pids, KILL_TIMEOUT)
             .map_err(|e| ClusterError(format!("cannot stop the cluster: {e}")));
         if let Some(dir) = self.run_dir.take() {
+            let owned = self.owned.take();
             match self.keep_dirs {
-                true => tracing::debug!("kept the run directory {}", dir.display()),
-                false => {
-                    let _ = std::fs::remove_dir_all(&dir);
+                true => {
+                    tracing::debug!("kept the run directory {}", dir.display());
+                    if let Some(o) = owned {
+                        o.release();
+                    }
                 }
+                false => match owned {
+                    Some(o) => o.remove(),
+                    None => {
+                        let _ = std::fs::remove_dir_all(&dir);
+                    }
+                },
             }
             procs::unregister_dir(&dir);
         }
@@ -350,17 +375,18 @@ fn restore_node(
         .map_err(|e| ClusterError(format!("cannot restore node n{node}: {e}")))
 }
 
-/// Copy every entry of directory `from` into `to` (which exists), except those in `skip`.
+/// Copy every entry of directory `from` into `to` (which exists), except those in `skip` and
+/// the run directory's own lock and mark (each directory has its own).
 fn copy_entries(from: &Path, to: &Path, skip: &[&PathBuf]) -> Result<(), String> {
     let entries = std::fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))?;
     for entry in entries {
         let path = entry
             .map_err(|e| format!("{}: {e}", from.display()))?
             .path();
-        if skip.contains(&&path) {
+        let name = path.file_name().expect("a directory entry has a name");
+        if skip.contains(&&path) || name == rundirs::LOCK || name == rundirs::KEPT {
             continue;
         }
-        let name = path.file_name().expect("a directory entry has a name");
         cp(&path, &to.join(name)).map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -471,9 +497,9 @@ impl LocalBackend {
             // Kept by --keep-dirs: the restored run takes its place.
             std::fs::remove_dir_all(&dir).map_err(io)?;
         }
-        std::fs::create_dir(&dir).map_err(io)?;
-        procs::register_dir(&dir);
-        self.run_dir = Some(dir.clone());
+        let created = rundirs::create_at(&self.root(), &dir)
+            .map_err(|e| ClusterError(format!("cannot restore {}: {e}", dir.display())))?;
+        self.own(created)?;
         self.slots = slots.clone();
         copy_entries(&snap.dir().join(REST), &dir, &[])
             .map_err(|e| ClusterError(format!("cannot restore the run: {e}")))?;

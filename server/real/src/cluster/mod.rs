@@ -6,6 +6,7 @@ pub mod docker;
 pub mod local;
 mod namespaces;
 pub(crate) mod procs;
+pub mod rundirs;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,8 +17,8 @@ use flymc_model::NodeId;
 use crate::snapshot::{Criu, PendingSnapshot, Snapshot};
 
 pub use procs::{
-    cleanup_all, install_cleanup_handler, interrupted, interruption_reported, live_processes,
-    wait_for_cleanup,
+    cleanup_all, exit_code, install_cleanup_handler, interrupted, interrupted_by,
+    interruption_reported, live_processes, signal_name, wait_for_cleanup,
 };
 
 /// Where one node of a run lives.

@@ -4,8 +4,9 @@
 //! - each is started from one long-lived spawner thread with `PR_SET_PDEATHSIG = SIGKILL`, so
 //!   the kernel kills it when flymc dies, even by SIGKILL (the death signal follows the thread
 //!   that forked, hence one thread that never ends);
-//! - a Ctrl-C / SIGTERM handler and every backend's `Drop` kill what is registered and remove
-//!   the registered run directories;
+//! - a handler of SIGINT (Ctrl-C), SIGTERM, SIGHUP and SIGQUIT, and every backend's `Drop`, kill
+//!   what is registered and remove the registered run directories; the signal's number decides
+//!   the exit status (128 + it: 130, 143, 129, 131);
 //! - the hook's own watchdog ends a node whose event server is gone (`flymc-hook`).
 //!
 //! A waiter thread per process notices its exit (without reaping it first, so its pid cannot be
@@ -21,6 +22,7 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::sync::{Condvar, Mutex, MutexGuard, Once, OnceLock};
 use std::time::{Duration, Instant};
@@ -296,7 +298,7 @@ pub fn live_processes() -> Vec<u32> {
 /// Kill every node process, wait for them (a few seconds at most), remove the run
 /// directories, and refuse to start new processes from now on.
 pub fn cleanup_all() {
-    INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+    INTERRUPTED.store(true, Ordering::SeqCst);
     let (pids, dirs) = {
         let mut st = lock();
         st.shutting_down = true;
@@ -310,30 +312,60 @@ pub fn cleanup_all() {
     for d in dirs {
         let _ = std::fs::remove_dir_all(d);
     }
+    super::rundirs::tidy_all();
     let (done, cv) = &CLEANED;
     *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
     cv.notify_all();
 }
 
-static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The first signal that asked flymc to stop (0: none).
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static CLEANED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
 
-/// Was flymc interrupted (Ctrl-C, SIGTERM)? Its nodes then die under the running exploration,
-/// which fails; the caller should not report that failure but let the handler finish.
+/// Was flymc interrupted (Ctrl-C, SIGTERM, SIGHUP, SIGQUIT)? Its nodes then die under the
+/// running exploration, which fails; the caller should not report that failure but say what
+/// was explored and exit with [`exit_code`].
 pub fn interrupted() -> bool {
-    INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst)
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// The signal that interrupted flymc, if one did.
+pub fn interrupted_by() -> Option<i32> {
+    match SIGNAL.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// The exit status after signal `signal`: 128 + its number (130 for SIGINT, 143 for SIGTERM),
+/// as shells report a process the signal ended.
+pub fn exit_code(signal: i32) -> u8 {
+    (128 + signal).clamp(0, 255) as u8
+}
+
+/// The signal's name, for messages.
+pub fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("signal {signal}"))
 }
 
 static REPORTED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
 
-/// After an interruption: the main thread has printed its summary; the handler may exit.
+/// How long the signal handler waits for the main thread to say what it explored before it
+/// exits by itself.
+const REPORT_WAIT: Duration = Duration::from_secs(20);
+
+/// After an interruption: the main thread has printed its summary and is about to exit with
+/// [`exit_code`] itself.
 pub fn interruption_reported() {
     let (done, cv) = &REPORTED;
     *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
     cv.notify_all();
 }
 
-/// Block until [`cleanup_all`] has finished (the signal handler then exits with 130).
+/// Block until [`cleanup_all`] has finished.
 pub fn wait_for_cleanup() {
     let (done, cv) = &CLEANED;
     let mut d = done.lock().unwrap_or_else(|p| p.into_inner());
@@ -342,21 +374,88 @@ pub fn wait_for_cleanup() {
     }
 }
 
-/// On Ctrl-C (SIGINT) or SIGTERM: [`cleanup_all`], then exit with status 130. Installed by the
-/// first node process flymc starts; call it earlier to own the signal from the start. If the
-/// program installed its own handler first, that one must call [`cleanup_all`].
+/// Where the signal handler writes the number of the signal it got.
+static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn on_signal(signal: libc::c_int) {
+    let b = signal as u8;
+    // SAFETY: write(2) is async-signal-safe; the pipe's write end lives as long as the process.
+    unsafe {
+        libc::write(
+            SIGNAL_PIPE.load(Ordering::Relaxed),
+            (&b as *const u8).cast(),
+            1,
+        );
+    }
+}
+
+/// On SIGINT (Ctrl-C), SIGTERM, SIGHUP or SIGQUIT: [`cleanup_all`], then give the main thread
+/// time to print what it explored and exit with 128 + the signal's number (130, 143, 129, 131);
+/// if it does not say it has within a while, exit with that status from here. A second
+/// signal exits at once. Installed by the first node process flymc starts; call it earlier to
+/// own the signals from the start.
 pub fn install_cleanup_handler() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        if let Err(e) = ctrlc::set_handler(|| {
-            cleanup_all();
-            // Give the main thread a moment to say what it explored; it tells us when it has.
-            let (done, cv) = &REPORTED;
-            let d = done.lock().unwrap_or_else(|p| p.into_inner());
-            let _ = cv.wait_timeout_while(d, Duration::from_secs(3), |d| !*d);
-            std::process::exit(130);
-        }) {
-            tracing::debug!("flymc cleanup: a signal handler is already installed ({e})");
+        if let Err(e) = install_signals() {
+            tracing::warn!(
+                "flymc cleanup: cannot handle signals ({e}); Ctrl-C may leave nodes behind"
+            );
         }
     });
+}
+
+fn install_signals() -> io::Result<()> {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let (read, write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)?;
+    // The write end stays open for the life of the process (the handler may run any time).
+    SIGNAL_PIPE.store(std::os::fd::IntoRawFd::into_raw_fd(write), Ordering::SeqCst);
+    let mut read = std::fs::File::from(read);
+    std::thread::Builder::new()
+        .name("flymc-signals".into())
+        .spawn(move || {
+            use std::io::Read;
+            let mut b = [0u8; 1];
+            while read.read_exact(&mut b).is_ok() {
+                let signal = i32::from(b[0]);
+                if SIGNAL
+                    .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_err()
+                {
+                    // Asked again: stop now.
+                    let first = SIGNAL.load(Ordering::SeqCst);
+                    std::process::exit(exit_code(first).into());
+                }
+                // Clean up and wait on another thread, so a second signal is heard meanwhile.
+                let _ = std::thread::Builder::new()
+                    .name("flymc-cleanup".into())
+                    .spawn(move || {
+                        cleanup_all();
+                        let (done, cv) = &REPORTED;
+                        let d = done.lock().unwrap_or_else(|p| p.into_inner());
+                        let (d, _) = cv
+                            .wait_timeout_while(d, REPORT_WAIT, |d| !*d)
+                            .unwrap_or_else(|p| p.into_inner());
+                        if !*d {
+                            std::process::exit(exit_code(signal).into());
+                        }
+                    });
+            }
+        })?;
+    let action = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for s in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+    ] {
+        // SAFETY: the handler only calls write(2), which is async-signal-safe.
+        unsafe { sigaction(s, &action) }.map_err(io::Error::from)?;
+    }
+    Ok(())
 }

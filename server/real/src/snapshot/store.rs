@@ -4,8 +4,9 @@
 //!
 //! The store keeps its bytes under a cap, evicting the least recently used entries. An entry
 //! being restored is shared ([`Arc<Snapshot>`]): evicting it only drops the store's reference,
-//! and its files go when the last user lets go. Everything lives in one temporary directory,
-//! removed when the store is dropped and by flymc's Ctrl-C / SIGTERM handler.
+//! and its files go when the last user lets go. Everything lives in one directory of the
+//! user's private run folder ([`crate::cluster::rundirs`]), removed when the store is dropped
+//! and by flymc's signal handler, and swept by a later flymc if this one is killed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
@@ -16,6 +17,7 @@ use flymc_model::NodeId;
 
 use super::{NodeImage, SnapshotError};
 use crate::cluster::procs;
+use crate::cluster::rundirs::{self, OwnedDir, Root};
 
 /// What an entry is found by: an opaque hash chosen by the caller.
 pub type SnapshotKey = u128;
@@ -25,6 +27,8 @@ const DISK_RESERVE: u64 = 1 << 30;
 
 pub struct SnapshotStore {
     dir: PathBuf,
+    /// The directory's lock, held while the store lives.
+    owned: Option<OwnedDir>,
     cap: u64,
     used: u64,
     next: u64,
@@ -57,10 +61,11 @@ fn fail(what: &str, p: &Path, e: std::io::Error) -> SnapshotError {
 }
 
 impl SnapshotStore {
-    /// A store in a fresh directory under [`SnapshotStore::default_base`], capped at `cap`
+    /// A store in a fresh directory of the user's run folder in
+    /// [`SnapshotStore::default_base`] (`flymc-<uid>`, or `$FLYMC_RUN_ROOT`), capped at `cap`
     /// bytes (default: [`SnapshotStore::default_cap`]).
     pub fn new(cap: Option<u64>) -> Result<SnapshotStore, SnapshotError> {
-        SnapshotStore::in_dir(&SnapshotStore::default_base(), cap)
+        SnapshotStore::in_root(&Root::under(&SnapshotStore::default_base()), cap)
     }
 
     /// `$TMPDIR` when the user set it, else `/dev/shm` when it is there (a memory file system:
@@ -79,18 +84,21 @@ impl SnapshotStore {
         std::env::temp_dir()
     }
 
-    /// A store in a fresh directory under `base`.
+    /// A store in a fresh directory in the folder `base` (checked like the user's run folder).
     pub fn in_dir(base: &Path, cap: Option<u64>) -> Result<SnapshotStore, SnapshotError> {
+        SnapshotStore::in_root(&Root::named(base), cap)
+    }
+
+    fn in_root(root: &Root, cap: Option<u64>) -> Result<SnapshotStore, SnapshotError> {
         procs::install_cleanup_handler();
-        let dir = tempfile::Builder::new()
-            .prefix("flymc-snapshots-")
-            .tempdir_in(base)
-            .map_err(|e| fail("cannot create a snapshot store in", base, e))?
-            .keep();
+        let owned = rundirs::create(root, rundirs::SNAPSHOTS_PREFIX)
+            .map_err(|e| SnapshotError::Failed(format!("cannot create a snapshot store: {e}")))?;
+        let dir = owned.path().to_path_buf();
         procs::register_dir(&dir);
         let cap = cap.unwrap_or_else(|| SnapshotStore::default_cap(&dir));
         Ok(SnapshotStore {
             dir,
+            owned: Some(owned),
             cap,
             used: 0,
             next: 0,
@@ -218,7 +226,12 @@ impl SnapshotStore {
 impl Drop for SnapshotStore {
     fn drop(&mut self) {
         self.entries.clear();
-        let _ = fs::remove_dir_all(&self.dir);
+        match self.owned.take() {
+            Some(o) => o.remove(),
+            None => {
+                let _ = fs::remove_dir_all(&self.dir);
+            }
+        }
         procs::unregister_dir(&self.dir);
     }
 }
@@ -334,6 +347,15 @@ fn total_memory() -> u64 {
 mod tests {
     use super::*;
 
+    /// Entries of a store's directory, besides its lock.
+    fn entries(dir: &Path) -> usize {
+        fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name() != rundirs::LOCK)
+            .count()
+    }
+
     /// A pending snapshot holding `bytes` of real (non-sparse) data.
     fn pending(store: &mut SnapshotStore, bytes: usize) -> PendingSnapshot {
         let p = store.begin().unwrap();
@@ -370,8 +392,7 @@ mod tests {
         drop(four);
         assert!(!dir4.exists());
         // Only what is stored is on disk: three entries.
-        let on_disk = fs::read_dir(store.dir()).unwrap().count();
-        assert_eq!(on_disk, 3);
+        assert_eq!(entries(store.dir()), 3);
     }
 
     #[test]
@@ -382,7 +403,7 @@ mod tests {
         let err = store.insert(9, p, vec![]).unwrap_err();
         assert!(matches!(err, SnapshotError::TooBig { .. }), "{err}");
         assert!(store.is_empty());
-        assert_eq!(fs::read_dir(store.dir()).unwrap().count(), 0);
+        assert_eq!(entries(store.dir()), 0);
         let dir = store.dir().to_path_buf();
         drop(store);
         assert!(!dir.exists());
