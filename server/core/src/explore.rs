@@ -29,6 +29,9 @@ pub enum ExploreError {
         step: usize,
         detail: String,
     },
+    /// [`ExploreConfig::interrupted`] said to stop; the path under way was dropped.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +58,10 @@ pub struct ExploreConfig {
     /// Go on after violations until the budget or exhaustion (nightly hunts, `--keep-going`):
     /// `Outcome::violation` is then the first one, and every violating run reaches `on_run`.
     pub keep_going: bool,
+    /// Asked between paths, and of each run as it ends: has the user asked to stop (a
+    /// signal)? Then the exploration ends with [`ExploreError::Interrupted`], and a run that
+    /// ended meanwhile is dropped (its nodes may have been killed under it).
+    pub interrupted: Option<fn() -> bool>,
 }
 
 impl Default for ExploreConfig {
@@ -69,6 +76,7 @@ impl Default for ExploreConfig {
             snapshots_always: false,
             keep_going: false,
             logs: None,
+            interrupted: None,
         }
     }
 }
@@ -162,12 +170,7 @@ struct Done<'c> {
 }
 
 /// [`explore`], also handing every run to `on_run` (coverage studies, tests).
-///
-/// With `cfg.jobs` above 1, up to that many paths run at once, each on a target of its own
-/// (`system.target` is called once per job). Plans are handed out and runs observed in one
-/// fixed order ([`Strategy`]); a run is counted, checked and shown when it is observed, so
-/// `max_paths` counts exactly and a violation is the lowest-numbered violating path. Runs
-/// still under way when the loop stops are finished and dropped.
+/// An error loses what was explored before it; [`explore_partial`] keeps it.
 pub fn explore_with(
     system: &dyn System,
     workload: &Workload,
@@ -176,17 +179,64 @@ pub fn explore_with(
     on_progress: &mut dyn FnMut(&Progress),
     on_run: &mut dyn FnMut(&Run),
 ) -> Result<Outcome, ExploreError> {
+    match explore_partial(system, workload, strategy, cfg, on_progress, on_run) {
+        (out, None) => Ok(out),
+        (_, Some(e)) => Err(e),
+    }
+}
+
+/// [`explore_with`], returning what was explored also when the exploration ended in an error
+/// (a target failure, an interruption): the outcome counts the paths observed before it
+/// (never `exhausted`), with the error beside it.
+///
+/// With `cfg.jobs` above 1, up to that many paths run at once, each on a target of its own
+/// (`system.target` is called once per job). Plans are handed out and runs observed in one
+/// fixed order ([`Strategy`]); a run is counted, checked and shown when it is observed, so
+/// `max_paths` counts exactly and a violation is the lowest-numbered violating path. Runs
+/// still under way when the loop stops are finished and dropped.
+pub fn explore_partial(
+    system: &dyn System,
+    workload: &Workload,
+    strategy: &mut dyn Strategy,
+    cfg: &ExploreConfig,
+    on_progress: &mut dyn FnMut(&Progress),
+    on_run: &mut dyn FnMut(&Run),
+) -> (Outcome, Option<ExploreError>) {
     let start = Instant::now();
     let exec = Executor::new(system, workload);
     let jobs = cfg.jobs.max(1);
-    let targets = (0..jobs)
+    let mut out = Outcome {
+        paths: 0,
+        exhausted: false,
+        violation: None,
+        unique_states: HashSet::new(),
+        elapsed: Duration::ZERO,
+        cache_hits: 0,
+        cache_misses: 0,
+        stats: StrategyStats::default(),
+        diverged: 0,
+        late_paths: 0,
+        late_reports: 0,
+        events: 0,
+        other_violations: 0,
+        snapshots: SnapshotStats::default(),
+        timing: TimingTotals::default(),
+    };
+    let stop = || cfg.interrupted.is_some_and(|f| f());
+    let targets = match (0..jobs)
         .map(|_| {
             system
                 .target(workload)
                 .map(|t| (t, Snapshots::new().always(cfg.snapshots_always)))
         })
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| ExploreError::Setup(e.to_string()))?;
+    {
+        Ok(t) => t,
+        Err(e) => {
+            out.elapsed = start.elapsed();
+            return (out, Some(ExploreError::Setup(e.to_string())));
+        }
+    };
     let cache = StateEventCache::new();
     let use_cache = cfg.cache && system.states_are_complete();
     let work: &jobs::Work<(Box<dyn Target>, Snapshots), Task, Done> = &|job, mut task| {
@@ -216,29 +266,15 @@ pub fn explore_with(
             snapshots: snaps.stats.since(&before),
         }
     };
-    let mut out = Outcome {
-        paths: 0,
-        exhausted: false,
-        violation: None,
-        unique_states: HashSet::new(),
-        elapsed: Duration::ZERO,
-        cache_hits: 0,
-        cache_misses: 0,
-        stats: StrategyStats::default(),
-        diverged: 0,
-        late_paths: 0,
-        late_reports: 0,
-        events: 0,
-        other_violations: 0,
-        snapshots: SnapshotStats::default(),
-        timing: TimingTotals::default(),
-    };
-    jobs::scoped(targets, work, |pool| -> Result<(), ExploreError> {
+    let ended = jobs::scoped(targets, work, |pool| -> Result<(), ExploreError> {
         // Handed out, not yet observed, in path order; and runs that finished ahead of their turn.
         let mut outstanding: VecDeque<(u64, Plan)> = VecDeque::new();
         let mut early: HashMap<u64, Done> = HashMap::new();
         let mut handed = 0u64;
         loop {
+            if stop() {
+                return Err(ExploreError::Interrupted);
+            }
             while outstanding.len() < jobs && cfg.max_paths.is_none_or(|m| handed < m) {
                 let Some(plan) = strategy.next_plan() else {
                     break;
@@ -265,6 +301,10 @@ pub fn explore_with(
                 let d = pool.next();
                 early.insert(d.path, d);
             };
+            if stop() {
+                // Whatever this run saw may be the interruption itself (nodes killed).
+                return Err(ExploreError::Interrupted);
+            }
             let run = done.run?;
             out.snapshots.add(&done.snapshots);
             out.timing.add(&run.timing);
@@ -305,10 +345,10 @@ pub fn explore_with(
                 }
             }
         }
-    })?;
+    });
     out.elapsed = start.elapsed();
     out.stats = strategy.stats();
-    Ok(out)
+    (out, ended.err())
 }
 
 /// Re-run `run`'s exact events without the cache and compare every state.
@@ -455,5 +495,96 @@ mod tests {
         let (out, per_run) = explore_late(0);
         assert_eq!(per_run, vec![0, 0, 0]);
         assert_eq!((out.late_paths, out.late_reports), (0, 0));
+    }
+
+    /// The tiny system, whose cluster cannot start a third time.
+    struct Breaks;
+    struct BreaksTarget(Box<dyn Target>, u32);
+
+    impl Target for BreaksTarget {
+        fn start(&mut self, w: &Workload) -> Result<(), TargetError> {
+            self.1 += 1;
+            if self.1 == 3 {
+                return Err(TargetError::Other("the cluster cannot start".into()));
+            }
+            self.0.start(w)
+        }
+        fn pending(&self) -> Vec<Event> {
+            self.0.pending()
+        }
+        fn enable(&mut self, id: EventId) -> Result<(), TargetError> {
+            self.0.enable(id)
+        }
+        fn settle(&mut self) -> Result<GlobalState, TargetError> {
+            self.0.settle()
+        }
+        fn crash(&mut self, node: NodeId) -> Result<(), TargetError> {
+            self.0.crash(node)
+        }
+        fn reboot(&mut self, node: NodeId) -> Result<(), TargetError> {
+            self.0.reboot(node)
+        }
+        fn stop(&mut self) -> Result<(), TargetError> {
+            self.0.stop()
+        }
+    }
+
+    impl System for Breaks {
+        fn name(&self) -> &'static str {
+            "breaks"
+        }
+        fn description(&self) -> &'static str {
+            "test fixture"
+        }
+        fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
+            Ok(Box::new(BreaksTarget(TinySystem.target(w)?, 0)))
+        }
+        fn properties(&self, w: &Workload) -> Vec<Box<dyn Property>> {
+            TinySystem.properties(w)
+        }
+        fn symmetry(&self, w: &Workload) -> Symmetry {
+            TinySystem.symmetry(w)
+        }
+    }
+
+    #[test]
+    fn a_target_failure_keeps_what_was_explored_before_it() {
+        let w = workload(2, "[[0, 1], [1, 0]]", "");
+        let mut s = Repeat { left: 5 };
+        let mut seen = 0;
+        let (out, err) = explore_partial(
+            &Breaks,
+            &w,
+            &mut s,
+            &ExploreConfig::default(),
+            &mut |_| {},
+            &mut |_| seen += 1,
+        );
+        assert!(
+            matches!(err, Some(ExploreError::Exec(_))),
+            "{:?}",
+            err.map(|e| e.to_string())
+        );
+        assert_eq!((out.paths, seen, out.exhausted), (2, 2, false));
+        assert!(out.events > 0 && !out.unique_states.is_empty());
+    }
+
+    #[test]
+    fn an_interruption_stops_between_paths_with_what_was_explored() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static ASKED: AtomicU32 = AtomicU32::new(0);
+        // Asked twice per path (before handing out, as a run ends): stop at the third path.
+        fn third_path() -> bool {
+            ASKED.fetch_add(1, Ordering::SeqCst) >= 4
+        }
+        let w = workload(2, "[[0, 1], [1, 0]]", "");
+        let mut s = Repeat { left: 5 };
+        let cfg = ExploreConfig {
+            interrupted: Some(third_path),
+            ..Default::default()
+        };
+        let (out, err) = explore_partial(&TinySystem, &w, &mut s, &cfg, &mut |_| {}, &mut |_| {});
+        assert!(matches!(err, Some(ExploreError::Interrupted)));
+        assert_eq!((out.paths, out.exhausted), (2, false));
     }
 }
