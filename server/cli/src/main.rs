@@ -1,7 +1,10 @@
 //! The `flymc` command line.
 //!
 //! Exit codes: 0 explored without a violation (or a replay matched), 1 a violation was found (or
-//! reproduced), 2 a usage or setup error, 3 a replay diverged from its path file.
+//! reproduced), 2 a usage, setup or target error (a run says first what it explored), 3 a
+//! replay diverged from its path file, 128 + N ended by signal N after cleaning up (130 Ctrl-C,
+//! 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT; a run says first what it explored). docs/FINDINGS.md
+//! lists them for users.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -12,7 +15,7 @@ use clap::{Parser, Subcommand};
 use flymc::progress::Reporter;
 use flymc::summary;
 use flymc::systems;
-use flymc_core::explore::{explore_with, ExploreConfig, KeepLogs};
+use flymc_core::explore::{explore_partial, ExploreConfig, KeepLogs};
 use flymc_core::pathfile::PathFile;
 use flymc_core::replay::{replay, workload_for, ReplayOutcome};
 use flymc_core::run::Run;
@@ -247,10 +250,10 @@ fn main() -> ExitCode {
         }
     };
     let result = dispatch(cli);
-    if flymc_real::cluster::interrupted() {
-        // Ctrl-C: the nodes were killed under the exploration; the handler reports and exits.
+    if let Some(signal) = flymc_real::cluster::interrupted_by() {
+        // A signal: the nodes were killed under whatever ran; `run` said what it explored.
         flymc_real::cluster::wait_for_cleanup();
-        return ExitCode::from(130);
+        return ExitCode::from(flymc_real::cluster::exit_code(signal));
     }
     match result {
         Ok(code) => ExitCode::from(code),
@@ -369,6 +372,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         jobs: args.jobs.into(),
         snapshots: system.snapshots(),
         keep_going: args.keep_going,
+        interrupted: Some(flymc_real::cluster::interrupted),
         logs: Some(KeepLogs {
             dir: args.out.clone(),
             prefix: format!("{}-{}-{}", system.name(), workload.name, args.strategy),
@@ -403,7 +407,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     // With --keep-going: every distinct finding (property and message), its first path.
     let mut findings: Vec<(u64, Run)> = Vec::new();
     let mut seen: HashSet<(String, String)> = HashSet::new();
-    let outcome = explore_with(
+    let (outcome, failure) = explore_partial(
         system.as_ref(),
         &workload,
         strat.as_mut(),
@@ -436,24 +440,10 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         },
     );
     reporter.finish();
-    if flymc_real::cluster::interrupted() {
-        // Ctrl-C: the path in progress died with its nodes; say what was explored before it.
-        match &last {
-            Some(p) => println!(
-                "interrupted: summary: {} paths, {} unique states, {:.2} s, queue left {}",
-                p.paths,
-                p.unique_states,
-                p.elapsed.as_secs_f64(),
-                p.queue
-            ),
-            None => println!("interrupted before the first path ended"),
-        }
-        flymc_real::cluster::interruption_reported();
-        return Ok(130);
-    }
-    let outcome = outcome?;
-    saved?;
-
+    // Whatever ended the run, what was explored is reported and every path file kept.
+    let signal = flymc_real::cluster::interrupted_by();
+    // An error an interruption caused (nodes killed under the path) is no error of its own.
+    let failure = failure.filter(|_| signal.is_none());
     let secs = outcome.elapsed.as_secs_f64();
     if !args.keep_going {
         findings.extend(outcome.violation.clone());
@@ -476,7 +466,29 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             outcome.other_violations + 1
         );
     }
+    let stopped = match (signal, &failure) {
+        (Some(s), _) => Some(format!(
+            "interrupted by {}",
+            flymc_real::cluster::signal_name(s)
+        )),
+        (None, Some(e)) => Some(e.to_string()),
+        (None, None) => None,
+    };
     let code = match &outcome.violation {
+        _ if signal.is_some() => {
+            println!(
+                "{}: the path under way was dropped; what was explored before it:",
+                stopped.as_deref().unwrap_or("interrupted")
+            );
+            0
+        }
+        _ if failure.is_some() => {
+            println!(
+                "stopped by an error (below) on path {}; what was explored before it:",
+                outcome.paths + 1
+            );
+            0
+        }
         Some(_) => 1,
         None if outcome.exhausted => {
             println!("no violation: {}", strat.exhaustion());
@@ -533,16 +545,25 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         println!("{}", summary::snapshot_line(&outcome.snapshots));
     }
     if let Some(file) = &args.json {
-        let s = summary::RunSummary::new(
+        let mut s = summary::RunSummary::new(
             &outcome,
             system.name(),
             &workload.name,
             &args.strategy,
             args.seed,
         );
+        s.stopped = stopped;
         std::fs::write(file, serde_json::to_string_pretty(&s)? + "\n").map_err(|e| {
             anyhow::anyhow!("cannot write the JSON summary to {}: {e}", file.display())
         })?;
+    }
+    saved?;
+    if let Some(signal) = signal {
+        flymc_real::cluster::interruption_reported();
+        return Ok(flymc_real::cluster::exit_code(signal));
+    }
+    if let Some(e) = failure {
+        return Err(e.into());
     }
     Ok(code)
 }

@@ -120,6 +120,9 @@ pub struct RunSummary<'a> {
     pub fault_states: u64,
     pub timing: TimingJson<'a>,
     pub snapshots: &'a SnapshotStats,
+    /// What ended the run early, if something did: `interrupted by SIGTERM`, or the error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// [`TimingTotals`] with the quantiles worked out.
@@ -164,6 +167,7 @@ impl<'a> RunSummary<'a> {
                 settle_median_us: outcome.timing.settle_median_us(),
                 settle_p90_us: outcome.timing.settle_p90_us(),
             },
+            stopped: None,
         }
     }
 }
