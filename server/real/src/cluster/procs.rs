@@ -355,7 +355,7 @@ static REPORTED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
 
 /// How long the signal handler waits for the main thread to say what it explored before it
 /// exits by itself.
-const REPORT_WAIT: Duration = Duration::from_secs(20);
+const REPORT_WAIT: Duration = Duration::from_secs(10);
 
 /// After an interruption: the main thread has printed its summary and is about to exit with
 /// [`exit_code`] itself.
