@@ -378,6 +378,8 @@ pub fn wait_for_cleanup() {
 static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
 
 extern "C" fn on_signal(signal: libc::c_int) {
+    // The interrupted code may be about to read errno: leave it as it was.
+    let errno = nix::errno::Errno::last_raw();
     let b = signal as u8;
     // SAFETY: write(2) is async-signal-safe; the pipe's write end lives as long as the process.
     unsafe {
@@ -387,6 +389,7 @@ extern "C" fn on_signal(signal: libc::c_int) {
             1,
         );
     }
+    nix::errno::Errno::set_raw(errno);
 }
 
 /// On SIGINT (Ctrl-C), SIGTERM, SIGHUP or SIGQUIT: [`cleanup_all`], then give the main thread
@@ -428,7 +431,7 @@ fn install_signals() -> io::Result<()> {
                     std::process::exit(exit_code(first).into());
                 }
                 // Clean up and wait on another thread, so a second signal is heard meanwhile.
-                let _ = std::thread::Builder::new()
+                let cleaner = std::thread::Builder::new()
                     .name("flymc-cleanup".into())
                     .spawn(move || {
                         cleanup_all();
@@ -441,6 +444,11 @@ fn install_signals() -> io::Result<()> {
                             std::process::exit(exit_code(signal).into());
                         }
                     });
+                if cleaner.is_err() {
+                    // No thread to spare: clean up here, and exit without a summary.
+                    cleanup_all();
+                    std::process::exit(exit_code(signal).into());
+                }
             }
         })?;
     let action = SigAction::new(
