@@ -281,3 +281,42 @@ fn an_unknown_endpoint_is_named_in_the_answer() {
     assert!(got.starts_with("HTTP/1.1 404"), "{got}");
     assert!(got.contains("no endpoint /v1/teleport"), "{got}");
 }
+
+#[test]
+fn running_out_of_descriptors_says_so_and_still_prints_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    // Twelve descriptors: flymc starts, but cannot open the first node's log.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 12 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_flymc"))
+        .args([
+            "run",
+            "--system",
+            "raft",
+            "--workload",
+            "le",
+            "--max-paths",
+            "5",
+        ])
+        .args(["--no-snapshots", "--out"])
+        .arg(dir.path().join("out"))
+        .env("FLYMC_WORKLOADS", common::workloads())
+        .env("FLYMC_RUN_ROOT", dir.path().join("runs"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        error.contains(
+            "flymc ran out of file descriptors (its limit is 12): raise it with `ulimit -n`"
+        ),
+        "{error}"
+    );
+    assert!(stdout.contains("summary: 0 paths"), "{stdout}");
+}

@@ -273,7 +273,30 @@ fn one_line(e: &anyhow::Error) -> String {
             parts.push(s);
         }
     }
-    parts.join(": ").replace('\n', " ")
+    let line = parts.join(": ").replace('\n', " ");
+    match out_of_descriptors(&line) {
+        Some(hint) => format!("{line}; {hint}"),
+        None => line,
+    }
+}
+
+/// What to do when an error comes from running out of file descriptors (EMFILE, ENFILE): the
+/// OS's "Too many open files" names neither the limit nor the fix.
+fn out_of_descriptors(line: &str) -> Option<String> {
+    if line.contains("(os error 23)") {
+        return Some(
+            "the system ran out of open files (fs.file-max): close what holds them and run again"
+                .into(),
+        );
+    }
+    if !line.contains("(os error 24)") {
+        return None;
+    }
+    let limit = flymc_real::eventserver::conns::descriptor_limit()
+        .map_or("unlimited".into(), |n| n.to_string());
+    Some(format!(
+        "flymc ran out of file descriptors (its limit is {limit}): raise it with `ulimit -n` and run again"
+    ))
 }
 
 fn dispatch(cli: Cli) -> Result<u8> {
