@@ -192,6 +192,8 @@ pub fn run(
     let mut by_class: BTreeMap<String, Vec<(usize, Vec<PathOut>)>> = BTreeMap::new();
     let mut class_kinds: BTreeMap<String, Kinds> = BTreeMap::new();
     let mut handler_kind: BTreeMap<usize, Option<String>> = BTreeMap::new();
+    // The dictionary patterns some call matched (see `unmatched`).
+    let mut matched = BTreeSet::new();
 
     for (hi, h) in spec.handlers.iter().enumerate() {
         let m = method(prog, &h.class, &h.method).ok_or_else(|| AnalyzeError::Annotation {
@@ -313,6 +315,7 @@ pub fn run(
             })
             .collect();
         let seen = ex.seen.into_inner();
+        matched.extend(seen.matched.iter().cloned());
         for n in &seen.notes {
             gaps.push(gap(
                 &n.file,
@@ -445,8 +448,11 @@ pub fn run(
     }
 
     // Crashes and reboots.
-    let (crash_self, crash_peer) = fault_sets(prog, spec, &spec.crashes, &mut gaps, &wf)?;
-    let (reboot_self, reboot_peer) = fault_sets(prog, spec, &spec.reboots, &mut gaps, &wf)?;
+    let (crash_self, crash_peer) =
+        fault_sets(prog, spec, &spec.crashes, &mut gaps, &mut matched, &wf)?;
+    let (reboot_self, reboot_peer) =
+        fault_sets(prog, spec, &spec.reboots, &mut gaps, &mut matched, &wf)?;
+    gaps.extend(crate::unmatched::report(prog, spec, &matched, &wf));
     let volatile: BTreeSet<String> = vars
         .values()
         .filter(|v| !v.persistent)
@@ -751,6 +757,7 @@ fn fault_sets(
     spec: &Spec,
     list: &[FaultSpec],
     gaps: &mut Vec<Gap>,
+    matched: &mut BTreeSet<crate::spec::CallPat>,
     wf: &str,
 ) -> Result<FaultSets, AnalyzeError> {
     let mut own: Option<BTreeSet<String>> = None;
@@ -792,6 +799,7 @@ fn fault_sets(
                 ),
             ));
         }
+        matched.extend(ex.seen.borrow().matched.iter().cloned());
         let target = if f.peer { &mut peer } else { &mut own };
         target.get_or_insert_with(BTreeSet::new).extend(upd);
     }

@@ -268,7 +268,8 @@ pub enum Expr {
         target: Box<Expr>,
         inc: bool,
     },
-    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// `c ? a : b`, with its line (an opaque condition is reported there).
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>, usize),
     InstanceOf(Box<Expr>, String),
     Lambda {
         params: Vec<String>,
@@ -439,7 +440,7 @@ pub fn stmt_contains_call(stmt: &Stmt, name: &str) -> bool {
             Expr::Try(a) | Expr::InstanceOf(a, _) => in_expr(a, name),
             Expr::Index(a, b) | Expr::Bin(_, a, b) => in_expr(a, name) || in_expr(b, name),
             Expr::Assign { target, value, .. } => in_expr(target, name) || in_expr(value, name),
-            Expr::Cond(a, b, c) => in_expr(a, name) || in_expr(b, name) || in_expr(c, name),
+            Expr::Cond(a, b, c, _) => in_expr(a, name) || in_expr(b, name) || in_expr(c, name),
             Expr::New { args, .. } | Expr::Tuple(args) | Expr::Opaque(args) => {
                 args.iter().any(|a| in_expr(a, name))
             }

@@ -896,6 +896,7 @@ fn expr(ctx: &mut Ctx, n: Node) -> Expr {
                 Box::new(c.unwrap_or_else(o)),
                 Box::new(a.unwrap_or_else(o)),
                 Box::new(b.unwrap_or_else(o)),
+                line(n),
             )
         }
         "instanceof_expression" => {

@@ -27,6 +27,7 @@ pub mod report;
 pub mod rust;
 pub mod spec;
 pub mod sym;
+pub mod unmatched;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -43,6 +43,10 @@ pub struct SideFile {
     /// the wrapped type (Rust only).
     #[serde(default)]
     pub wrappers: Vec<String>,
+    /// Calls outside the sources that only read their receiver (`UUID.timestamp`): on a node
+    /// variable they are a read, not an update.
+    #[serde(default)]
+    pub pure: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -268,6 +272,11 @@ pub struct Spec {
     pub queues: Vec<QueueModel>,
     /// variable -> the further reported variables it stands for (`NodeStateDecl::also`).
     pub also: BTreeMap<String, BTreeSet<String>>,
+    /// Side-file `pure` patterns (see `SideFile::pure`).
+    pub pure: BTreeSet<CallPat>,
+    /// Every call pattern the side file declares, with the key it came from (`send`,
+    /// `[[disk]]`, ...): one that matches no call is reported (see `unmatched`).
+    pub declared: Vec<(String, CallPat)>,
 }
 
 impl Spec {
@@ -292,12 +301,20 @@ impl Spec {
                 .or_insert_with(|| v.clone());
         }
         // Variables only named by `also` exist too; no guard compares them (no field holds
-        // exactly their value), and they are not persistent unless declared so (a crash then
-        // counts as changing them: the safe side).
-        for e in self.also.values().flatten() {
+        // exactly their value). They are part of the value of the fields holding them, so they
+        // are persistent when every one of those is (a crash keeps what is on disk); one also
+        // declared on its own keeps its own declaration.
+        let mut held: BTreeMap<&String, bool> = BTreeMap::new();
+        for (holder, extra) in &self.also {
+            let persistent = out.get(holder).is_some_and(|v| v.persistent);
+            for e in extra {
+                *held.entry(e).or_insert(true) &= persistent;
+            }
+        }
+        for (e, persistent) in held {
             out.entry(e.clone()).or_insert_with(|| NodeVar {
                 name: e.clone(),
-                persistent: false,
+                persistent,
                 guards: false,
             });
         }
@@ -627,11 +644,20 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
     }
     for s in &side.send {
         spec.sends.insert(CallPat::parse(s));
+        spec.declared.push(("send".into(), CallPat::parse(s)));
+    }
+    for s in &side.pure {
+        spec.pure.insert(CallPat::parse(s));
+        spec.declared.push(("pure".into(), CallPat::parse(s)));
     }
     for d in &side.disk {
         spec.disks.insert(CallPat::parse(&d.call), d.file.clone());
+        spec.declared
+            .push(("[[disk]]".into(), CallPat::parse(&d.call)));
     }
     for c in &side.call {
+        spec.declared
+            .push(("[[call]]".into(), CallPat::parse(&c.call)));
         spec.models.push(CallModel {
             pat: CallPat::parse(&c.call),
             read: c.read.clone(),
@@ -660,6 +686,8 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
                 ),
             ));
         }
+        spec.declared
+            .push(("[[queue]]".into(), CallPat::parse(&q.call)));
         spec.queues.push(QueueModel {
             pat: CallPat::parse(&q.call),
             class: c.to_string(),
@@ -931,5 +959,7 @@ pub fn merge(mut a: Spec, b: Spec) -> Spec {
     for (k, v) in b.also {
         a.also.entry(k).or_default().extend(v);
     }
+    a.pure.extend(b.pure);
+    a.declared.extend(b.declared);
     a
 }

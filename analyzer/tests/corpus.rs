@@ -915,3 +915,137 @@ fn openraft_sets_file_is_the_analysis_of_its_source() {
          integrations/raft/analysis/openraft.toml --system raft --out integrations/raft/sets-openraft.json`",
     );
 }
+
+/// Analyse `tests/corpus/<name>` (Java) with its `annotations.toml`, against its expected.json.
+fn check_side_corpus(name: &str) -> Analysis {
+    let dir = corpus(name);
+    let a = analyze(&opts(
+        Lang::Java,
+        vec![dir.clone()],
+        Some(dir.join("annotations.toml")),
+        name,
+    ))
+    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let json = a.to_json();
+    SetsFile::parse(name, &json, &Default::default()).expect("flymc reads the output");
+    let expected = dir.join("expected.json");
+    if std::env::var_os("FLYMC_BLESS").is_some() {
+        std::fs::write(&expected, &json).unwrap();
+    }
+    let want = std::fs::read_to_string(&expected).expect("expected.json (run with FLYMC_BLESS=1)");
+    assert_eq!(json, want, "{name}: the sets differ\n{}", a.to_text());
+    a
+}
+
+/// Issue 23 (1a): Cassandra sends replies through a singleton, `MessagingService.instance()
+/// .sendReply(..)`; the side file's `MessagingService.sendReply` must match it.
+#[test]
+fn a_class_pattern_matches_calls_through_its_singleton_accessor() {
+    let a = check_side_corpus("paxos_service");
+    let prepare = a.sets().messages["prepare"].entries.last().unwrap();
+    assert!(prepare.send.contains("accepted"), "{}", a.to_text());
+}
+
+/// Issue 23 (1a): a side-file pattern that matches no call is a warning naming the pattern and
+/// the nearest call sites in the sources (here: a misspelt method and a class whose calls all go
+/// through another class).
+#[test]
+fn a_pattern_that_matches_nothing_is_a_warning_with_the_nearest_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(corpus("paxos_service").join("annotations.toml")).unwrap();
+    let text = text.replace(
+        "send = [\"MessagingService.sendReply\"]",
+        "send = [\"MessagingService.sendRepl\", \"Gossiper.sendReply\", \"Messenger.deliver\"]",
+    );
+    let side = dir.path().join("a.toml");
+    std::fs::write(&side, text).unwrap();
+    let a = analyze(&opts(
+        Lang::Java,
+        vec![corpus("paxos_service")],
+        Some(side.clone()),
+        "paxos_service",
+    ))
+    .unwrap();
+    let warnings: Vec<String> = a.gaps().iter().map(|g| g.to_string()).collect();
+    let find = |p: &str| {
+        warnings
+            .iter()
+            .find(|w| w.contains(&format!("`{p}`")))
+            .unwrap_or_else(|| panic!("no warning for {p}: {warnings:#?}"))
+            .clone()
+    };
+    let w = find("MessagingService.sendRepl");
+    assert!(w.starts_with(&side.display().to_string()), "{w}");
+    assert!(
+        w.contains("send pattern `MessagingService.sendRepl` matches no call")
+            && w.contains("`MessagingService.instance().sendReply` (PaxosState.java:42)"),
+        "{w}"
+    );
+    assert!(find("Gossiper.sendReply").contains("`MessagingService.instance().sendReply`"));
+    assert!(find("Messenger.deliver").contains("no call of that name or a similar one"));
+    // The patterns that match are not reported.
+    assert!(!warnings
+        .iter()
+        .any(|w| w.contains("`SystemKeyspace.savePaxosCommit`")));
+    let a = check_side_corpus("paxos_service");
+    assert!(
+        !a.gaps()
+            .iter()
+            .any(|g| g.message.contains("matches no call")),
+        "{:?}",
+        a.gaps()
+    );
+}
+
+/// Issue 23 (1b): a [[call]] and a [[disk]] entry on one pattern both count.
+#[test]
+fn call_and_disk_entries_on_one_pattern_combine() {
+    let a = check_side_corpus("paxos_service");
+    let propose = a.sets().messages["propose"].entries.last().unwrap();
+    assert_eq!(propose.disk, ["system.paxos".to_string()].into());
+    // what the [[call]] model reads
+    assert!(propose.read.contains("promised"), "{}", a.to_text());
+}
+
+/// Issue 23 (1c): reading node state through a read-only call (`UUID.timestamp()`, known; a
+/// side-file `pure` pattern, declared) is a read, not an update.
+#[test]
+fn a_read_only_call_on_node_state_is_no_update() {
+    let a = check_side_corpus("paxos_service");
+    let prepare = a.sets().messages["prepare"].entries.last().unwrap();
+    assert!(prepare.read.contains("lastBallot"), "{}", a.to_text());
+    assert!(prepare.update.is_empty(), "{}", a.to_text());
+    let commit = a.sets().messages["commit"].entries.last().unwrap();
+    assert!(commit.update.is_empty(), "{}", a.to_text());
+}
+
+/// Issue 23 (1d): a field's `also` variables are read when it is read (not updated), and are
+/// persistent when the field is.
+#[test]
+fn also_variables_are_read_with_their_field_and_inherit_persistent() {
+    let a = check_side_corpus("paxos_service");
+    let commit = a.sets().messages["commit"].entries.last().unwrap();
+    assert_eq!(
+        commit.read,
+        ["promised", "promisedBallot"].map(String::from).into()
+    );
+    assert!(commit.update.is_empty());
+    assert_eq!(a.sets().crash[0].update, ["lastBallot".to_string()].into());
+}
+
+/// Issue 23 (2a): a conditional expression whose condition cannot become a guard is reported
+/// at its own line.
+#[test]
+fn a_conditional_expression_is_reported_at_its_line() {
+    let a = check_side_corpus("paxos_service");
+    let g = a
+        .gaps()
+        .iter()
+        .find(|g| g.message.contains("handler `PaxosState.prepare`"))
+        .expect("the prepare handler's opaque condition");
+    assert!(
+        g.message
+            .ends_with("both sides were kept: PaxosState.java:39"),
+        "{g}"
+    );
+}

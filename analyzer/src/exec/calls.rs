@@ -21,9 +21,24 @@ impl<'a> Exec<'a> {
         ctor: bool,
         quals: &[String],
     ) -> bool {
-        p.ctor == ctor
+        let yes = p.ctor == ctor
             && p.name == name
-            && p.qual.as_ref().is_none_or(|q| quals.iter().any(|x| x == q))
+            && p.qual.as_ref().is_none_or(|q| quals.iter().any(|x| x == q));
+        if yes && !self.seen.borrow().matched.contains(p) {
+            self.seen.borrow_mut().matched.insert(p.clone());
+        }
+        yes
+    }
+
+    /// Does the call only read its receiver (the library's read-only names, or a side-file
+    /// `pure` pattern)?
+    pub(super) fn is_pure(&self, name: &str, quals: &[String]) -> bool {
+        PURE.contains(&name)
+            || self
+                .spec
+                .pure
+                .iter()
+                .any(|p| self.pat_matches(p, name, false, quals))
     }
 
     pub(super) fn construct(
@@ -164,6 +179,9 @@ impl<'a> Exec<'a> {
                 if let Some(n) = last_name(r) {
                     quals.push(n);
                 }
+                if let Some(c) = singleton_class(r) {
+                    quals.push(c);
+                }
             }
         }
         if let Some(t) = &rv.ty {
@@ -195,13 +213,16 @@ impl<'a> Exec<'a> {
             }
             return vec![(st, Val::opaque())];
         }
-        // side-file models of library calls
-        if let Some(m) = self
+        // Side-file models of library calls. Every model of the call counts, and a call that
+        // is also a send or disk pattern is that sink too (entries on one pattern combine).
+        let models: Vec<_> = self
             .spec
             .models
             .iter()
-            .find(|m| self.pat_matches(&m.pat, name, false, &quals))
-        {
+            .filter(|m| self.pat_matches(&m.pat, name, false, &quals))
+            .collect();
+        let mut modelled: Option<Val> = None;
+        for m in models {
             for r in &m.read {
                 st.sets.read.insert(r.clone());
             }
@@ -226,9 +247,11 @@ impl<'a> Exec<'a> {
             }
             let v = match &m.returns {
                 Some(var) => self.read_var(&mut st, var),
-                None => Val::tainted(args_taint),
+                None => Val::tainted(args_taint.clone()),
             };
-            return vec![(st, v)];
+            if m.returns.is_some() || modelled.is_none() {
+                modelled = Some(v);
+            }
         }
         let mut is_sink = false;
         for p in &self.spec.sends {
@@ -268,6 +291,9 @@ impl<'a> Exec<'a> {
                 st.sets.disk.insert(label);
                 is_sink = true;
             }
+        }
+        if let Some(v) = modelled {
+            return vec![(st, v)];
         }
         if is_sink {
             let v = Val::tainted(args_taint);
@@ -431,7 +457,7 @@ impl<'a> Exec<'a> {
             }
             let mut taint = cur.taint.clone();
             taint.extend(args_taint.clone());
-            if !PURE.contains(&name) {
+            if !self.is_pure(name, &quals) {
                 self.touch_var(&mut st, &var, &args_taint);
             }
             let obj = if ALIASING.contains(&name) {
@@ -782,6 +808,32 @@ impl<'a> Exec<'a> {
             res.push((s, v));
         }
         merge_pairs(res)
+    }
+}
+
+/// `Q.instance()`, `Q.getInstance()`, `Q.instance`, `Q.INSTANCE`: the singleton accessor of
+/// class `Q`, whose value's static type is `Q` by that idiom (Cassandra's
+/// `MessagingService.instance().sendReply(..)`), so a `Q.method` pattern matches calls on it.
+pub(super) fn singleton_class(e: &Expr) -> Option<String> {
+    const ACCESSORS: &[&str] = &["instance", "getInstance", "INSTANCE"];
+    let (q, name) = match e {
+        Expr::Call {
+            recv: Some(q),
+            name,
+            args,
+            ..
+        } if args.is_empty() => (q, name),
+        Expr::Field(q, name) => (q, name),
+        _ => return None,
+    };
+    if !ACCESSORS.contains(&name.as_str()) {
+        return None;
+    }
+    match &**q {
+        Expr::Name(c) => Some(c.clone()),
+        Expr::Path(p) => p.last().cloned(),
+        Expr::Field(_, c) => Some(c.clone()),
+        _ => None,
     }
 }
 

@@ -337,8 +337,8 @@ impl<'a> Exec<'a> {
                 }
                 out
             }
-            Expr::Cond(c, a, b) => {
-                let (t, f) = self.branch(c, st, 0);
+            Expr::Cond(c, a, b, line) => {
+                let (t, f) = self.branch(c, st, *line);
                 let mut out = Vec::new();
                 for s in t {
                     out.extend(self.eval(a, s));

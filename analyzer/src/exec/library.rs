@@ -87,6 +87,11 @@ pub(super) const PURE: &[&str] = &[
     "starts_with",
     "ends_with",
     "getId",
+    // java.util.UUID's accessors (Cassandra's ballots)
+    "timestamp",
+    "clockSequence",
+    "getMostSignificantBits",
+    "getLeastSignificantBits",
     "name",
     "ordinal",
     "hash",

@@ -63,6 +63,9 @@ pub struct Seen {
     pub external_calls: BTreeSet<String>,
     /// Limits hit and other things to report.
     pub notes: BTreeSet<Note>,
+    /// The dictionary patterns that matched some call (side-file patterns that match none
+    /// are reported).
+    pub matched: BTreeSet<crate::spec::CallPat>,
 }
 
 pub struct Exec<'a> {
