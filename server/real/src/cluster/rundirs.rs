@@ -39,6 +39,8 @@ const NEW_GRACE: Duration = Duration::from_secs(600);
 /// The names of directories a sweep looks at.
 pub const RUN_PREFIX: &str = "run-";
 pub const SNAPSHOTS_PREFIX: &str = "snapshots-";
+/// CRIU's log and pidfile of one restore.
+pub const CRIU_PREFIX: &str = "criu-";
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -314,7 +316,10 @@ pub fn sweep(root: &Path) -> usize {
                 .and_then(|t| SystemTime::now().duration_since(t).ok())
                 .is_some_and(|age| age > NEW_GRACE);
             old && owner_gone(&path, true)
-        } else if name.starts_with(RUN_PREFIX) || name.starts_with(SNAPSHOTS_PREFIX) {
+        } else if [RUN_PREFIX, SNAPSHOTS_PREFIX, CRIU_PREFIX]
+            .iter()
+            .any(|p| name.starts_with(p))
+        {
             owner_gone(&path, false)
         } else {
             false
@@ -380,25 +385,28 @@ mod tests {
     fn a_sweep_removes_what_a_gone_owner_left_but_not_what_it_kept() {
         let base = tempfile::tempdir().unwrap();
         let root = Root::named(base.path());
-        let (a, b) = (
+        let (a, b, c) = (
             create(&root, RUN_PREFIX).unwrap(),
             create(&root, SNAPSHOTS_PREFIX).unwrap(),
+            create(&root, CRIU_PREFIX).unwrap(),
         );
         let kept = create(&root, RUN_PREFIX).unwrap();
         kept.mark_kept().unwrap();
-        let (pa, pb, pk) = (
+        let (pa, pb, pc, pk) = (
             a.path().to_path_buf(),
             b.path().to_path_buf(),
+            c.path().to_path_buf(),
             kept.path().to_path_buf(),
         );
         // Their owner "dies": the locks go, the directories stay.
         a.release();
         b.release();
+        c.release();
         kept.release();
         // Not flymc's: no lock file.
         fs::create_dir(base.path().join("run-foreign")).unwrap();
-        assert_eq!(sweep(root.path()), 2);
-        assert!(!pa.exists() && !pb.exists());
+        assert_eq!(sweep(root.path()), 3);
+        assert!(!pa.exists() && !pb.exists() && !pc.exists());
         assert!(pk.is_dir() && base.path().join("run-foreign").is_dir());
     }
 

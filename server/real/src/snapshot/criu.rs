@@ -17,6 +17,7 @@ use std::process::{Command, Stdio};
 
 use super::{cache_dir, SnapshotError};
 use crate::cluster::procs;
+use crate::cluster::rundirs::{self, Root};
 
 /// The CRIU binary, usable (see [`Criu::usable`]) or not yet checked.
 #[derive(Clone, Debug)]
@@ -148,10 +149,10 @@ impl Criu {
     ) -> Result<u32, SnapshotError> {
         image.put_back()?;
         // CRIU's log and pidfile: private to this restore (an image may be restored again).
-        let work = tempfile::Builder::new()
-            .prefix("flymc-criu-")
-            .tempdir()
-            .map_err(|e| SnapshotError::Failed(format!("temporary directory: {e}")))?;
+        // In the per-user folder, locked: a flymc killed mid-restore leaves it to the next
+        // run's sweep.
+        let work = rundirs::create(&Root::default_for_runs(), rundirs::CRIU_PREFIX)
+            .map_err(|e| SnapshotError::Failed(format!("CRIU's work directory: {}", e.0)))?;
         procs::register_dir(work.path());
         let pidfile = work.path().join("pid");
         let mut c = Command::new(&self.bin);
@@ -185,7 +186,7 @@ impl Criu {
                     })
             });
         procs::unregister_dir(work.path());
-        drop(work);
+        work.remove();
         let pid = restored?;
         procs::adopt(pid, on_exit)
             .map_err(|e| SnapshotError::Failed(format!("restored pid {pid}: {e}")))?;
