@@ -251,7 +251,9 @@ fn main() -> ExitCode {
     };
     let result = dispatch(cli);
     if let Some(signal) = flymc_real::cluster::interrupted_by() {
-        // A signal: the nodes were killed under whatever ran; `run` said what it explored.
+        // A signal: the nodes were killed under whatever ran; `run` said what it explored,
+        // other commands have nothing more to say.
+        flymc_real::cluster::interruption_reported();
         flymc_real::cluster::wait_for_cleanup();
         return ExitCode::from(flymc_real::cluster::exit_code(signal));
     }

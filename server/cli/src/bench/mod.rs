@@ -172,6 +172,7 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         stop_on_property: job.expect.clone(),
         // Explorations run side by side (`BenchConfig::jobs`), each one path at a time.
         jobs: 1,
+        interrupted: Some(flymc_real::cluster::interrupted),
         ..Default::default()
     };
     let out: Outcome = explore(

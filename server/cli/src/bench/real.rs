@@ -160,6 +160,7 @@ fn explore_variant(
         jobs: v.jobs,
         snapshots: system.snapshots(),
         snapshots_always: v.always,
+        interrupted: Some(flymc_real::cluster::interrupted),
         ..Default::default()
     };
     let mut ids = Vec::new();
