@@ -122,6 +122,98 @@ fn calls_with_arg(s: &Stmt, call: &str, arg: &str) -> bool {
     }
 }
 
+/// A handler guard may name only declared node variables and the message's fields (flymc
+/// would reject the sets file, or the guard could never be evaluated).
+fn check_guard_names(
+    prog: &Program,
+    spec: &Spec,
+    h: &HandlerSpec,
+    g: &str,
+    sym: &Sym,
+    msg_class: &str,
+    wf: &str,
+) -> Result<(), AnalyzeError> {
+    let bad = |message: String| AnalyzeError::Annotation {
+        file: wf.into(),
+        message: format!("handler `{}.{}` guard `{g}` {message}", h.class, h.method),
+    };
+    let list = |s: &BTreeSet<String>| {
+        if s.is_empty() {
+            "none".to_string()
+        } else {
+            s.iter().cloned().collect::<Vec<_>>().join(", ")
+        }
+    };
+    let vars: BTreeSet<String> = spec.all_vars().into_keys().collect();
+    let mut used = BTreeSet::new();
+    sym.node_vars(&mut used);
+    if let Some(v) = used.iter().find(|v| !vars.contains(*v)) {
+        return Err(bad(format!(
+            "names node variable `n.{v}`, which no node state declares (declared: {})",
+            list(&vars)
+        )));
+    }
+    let mut used = BTreeSet::new();
+    sym.msg_fields(&mut used);
+    let Some(f) = used.iter().next() else {
+        return Ok(());
+    };
+    if msg_class.is_empty() {
+        return Err(bad(format!(
+            "names message field `m.{f}`, but the handler has no message"
+        )));
+    }
+    let Some(fields) = message_fields(prog, spec, msg_class) else {
+        return Ok(()); // a class outside the sources with no declared fields: nothing to check
+    };
+    if let Some(f) = used.iter().find(|f| !fields.contains(*f)) {
+        return Err(bad(format!(
+            "names message field `m.{f}`, which message `{msg_class}` does not have (fields: {})",
+            list(&fields)
+        )));
+    }
+    Ok(())
+}
+
+/// The fields a guard may name on `class`: its fields (and its supertypes', getters' and enum
+/// variants'), the side file's `fields` and `report` names, the kind field. None when nothing
+/// is known of the class.
+fn message_fields(prog: &Program, spec: &Spec, class: &str) -> Option<BTreeSet<String>> {
+    let mut out = BTreeSet::new();
+    let ms = spec.messages.get(class);
+    if let Some(m) = ms {
+        out.extend(m.fields.iter().cloned());
+        out.extend(m.kind_field.iter().cloned());
+        for (k, v) in m.report.iter().flatten() {
+            out.insert(k.clone());
+            out.insert(v.clone());
+        }
+    }
+    let mut todo = vec![class.to_string()];
+    let mut seen = BTreeSet::new();
+    let mut known = !out.is_empty();
+    while let Some(c) = todo.pop() {
+        if !seen.insert(c.clone()) {
+            continue;
+        }
+        let Some(cl) = prog.classes.get(&c) else {
+            continue;
+        };
+        known = true;
+        out.extend(cl.fields.keys().cloned());
+        out.extend(cl.variants.iter().flat_map(|v| v.fields.iter().cloned()));
+        out.extend(
+            cl.methods
+                .iter()
+                .filter(|m| m.params.is_empty())
+                .filter_map(|m| exec::getter_field(&m.name)),
+        );
+        todo.extend(cl.supers.iter().cloned());
+    }
+    out.insert(KIND_FIELD.into());
+    known.then_some(out)
+}
+
 fn guard_to_sym(e: &GExpr) -> Option<Sym> {
     Some(match e {
         GExpr::Lit(v) => match v {
@@ -215,13 +307,15 @@ pub fn run(
                         h.class, h.method
                     ),
                 })?;
-                Some(guard_to_sym(&e).ok_or_else(|| AnalyzeError::Annotation {
+                let sym = guard_to_sym(&e).ok_or_else(|| AnalyzeError::Annotation {
                     file: wf.clone(),
                     message: format!(
                         "handler `{}.{}` guard `{g}` uses nested paths",
                         h.class, h.method
                     ),
-                })?)
+                })?;
+                check_guard_names(prog, spec, h, g, &sym, &msg_class, &wf)?;
+                Some(sym)
             }
             None => None,
         };

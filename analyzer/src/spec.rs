@@ -384,12 +384,15 @@ pub fn read_side_file(path: &Path) -> Result<SideFile, AnalyzeError> {
         message: e.to_string(),
     })?;
     let side: SideFile = toml::from_str(&text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1))
-            .unwrap_or(1);
-        let msg = e.message().replace('\n', " ");
-        err(path, format!("line {line}: {msg}"))
+        let at = e.span().map(|s| s.start.min(text.len())).unwrap_or(0);
+        let before = &text[..at];
+        let line = before.matches('\n').count() + 1;
+        let column = at - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+        let mut msg = e.message().replace('\n', " ");
+        if let Some(hint) = misplaced_top_level_key(&msg, before) {
+            msg = format!("{msg}; {hint}");
+        }
+        err(path, format!("line {line}, column {column}: {msg}"))
     })?;
     if side.version != SIDE_FILE_VERSION {
         return Err(err(
@@ -401,6 +404,28 @@ pub fn read_side_file(path: &Path) -> Result<SideFile, AnalyzeError> {
         ));
     }
     Ok(side)
+}
+
+/// The side file's top-level keys (`SideFile`'s plain fields).
+const TOP_LEVEL_KEYS: &[&str] = &["version", "send", "defaults", "wrappers", "pure"];
+
+/// A top-level key written after a table header is read by TOML as a key of that table, which
+/// serde then calls an unknown field: say so, naming the header (`before`: the text up to it).
+fn misplaced_top_level_key(msg: &str, before: &str) -> Option<String> {
+    let key = msg.strip_prefix("unknown field `")?.split('`').next()?;
+    if !TOP_LEVEL_KEYS.contains(&key) {
+        return None;
+    }
+    let (n, header) = before
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with('['))
+        .last()?;
+    Some(format!(
+        "`{key}` is a top-level key, but TOML reads every key after a table header as part of that table (here `{}` at line {}): move `{key}` before the first table header",
+        header.trim(),
+        n + 1
+    ))
 }
 
 fn class<'p>(

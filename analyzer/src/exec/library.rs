@@ -161,7 +161,7 @@ pub(super) const ALIASING: &[&str] = &[
     "into_iter",
 ];
 
-pub(super) fn getter_field(name: &str) -> Option<String> {
+pub fn getter_field(name: &str) -> Option<String> {
     let rest = name
         .strip_prefix("get")
         .or_else(|| name.strip_prefix("is"))?;

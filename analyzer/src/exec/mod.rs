@@ -38,6 +38,7 @@ mod stmts;
 mod values;
 mod vars;
 
+pub use library::getter_field;
 pub use regions::{annotated_catches, find_catches, find_sites, Step};
 use state::Frame;
 pub use state::{Sets, St, Status};
