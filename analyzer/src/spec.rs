@@ -266,8 +266,9 @@ pub struct Spec {
     pub crashes: Vec<FaultSpec>,
     pub reboots: Vec<FaultSpec>,
     pub sends: BTreeSet<CallPat>,
-    /// pattern -> fixed file name (None: derived from the call's arguments).
-    pub disks: BTreeMap<CallPat, Option<String>>,
+    /// pattern -> its files, one per entry on the pattern (None: derived from the call's
+    /// arguments). Several side-file [[disk]] entries on one call combine.
+    pub disks: BTreeMap<CallPat, Vec<Option<String>>>,
     pub models: Vec<CallModel>,
     pub queues: Vec<QueueModel>,
     /// variable -> the further reported variables it stands for (`NodeStateDecl::also`).
@@ -675,8 +676,14 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
         spec.pure.insert(CallPat::parse(s));
         spec.declared.push(("pure".into(), CallPat::parse(s)));
     }
+    // The side file's entries on a pattern replace a default one, and combine with each other.
+    let mut own = BTreeSet::new();
     for d in &side.disk {
-        spec.disks.insert(CallPat::parse(&d.call), d.file.clone());
+        let p = CallPat::parse(&d.call);
+        if own.insert(p.clone()) {
+            spec.disks.insert(p.clone(), vec![]);
+        }
+        spec.disks.entry(p).or_default().push(d.file.clone());
         spec.declared
             .push(("[[disk]]".into(), CallPat::parse(&d.call)));
     }
@@ -752,7 +759,7 @@ pub fn add_defaults(spec: &mut Spec) {
         spec.sends.insert(CallPat::parse(s));
     }
     for d in DEFAULT_DISKS {
-        spec.disks.insert(CallPat::parse(d), None);
+        spec.disks.insert(CallPat::parse(d), vec![None]);
     }
 }
 
@@ -887,7 +894,7 @@ pub fn from_source(prog: &Program, defaults: bool) -> Spec {
                     name: m.name.clone(),
                     ctor: false,
                 },
-                a.args.get("file").or(a.args.get("value")).cloned(),
+                vec![a.args.get("file").or(a.args.get("value")).cloned()],
             );
         }
         if let Some(body) = &m.body {

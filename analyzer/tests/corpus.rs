@@ -998,7 +998,8 @@ fn a_pattern_that_matches_nothing_is_a_warning_with_the_nearest_calls() {
     );
 }
 
-/// Issue 23 (1b): a [[call]] and a [[disk]] entry on one pattern both count.
+/// Issue 23 (1b): a [[call]] and a [[disk]] entry on one pattern both count, and so do two
+/// [[disk]] entries.
 #[test]
 fn call_and_disk_entries_on_one_pattern_combine() {
     let a = check_side_corpus("paxos_service");
@@ -1006,6 +1007,12 @@ fn call_and_disk_entries_on_one_pattern_combine() {
     assert_eq!(propose.disk, ["system.paxos".to_string()].into());
     // what the [[call]] model reads
     assert!(propose.read.contains("promised"), "{}", a.to_text());
+    // two [[disk]] entries on one call: both files
+    let commit = a.sets().messages["commit"].entries.last().unwrap();
+    assert_eq!(
+        commit.disk,
+        ["commitlog", "system.paxos"].map(String::from).into()
+    );
 }
 
 /// Issue 23 (1c): reading node state through a read-only call (`UUID.timestamp()`, known; a

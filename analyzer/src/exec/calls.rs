@@ -30,6 +30,14 @@ impl<'a> Exec<'a> {
         yes
     }
 
+    /// Every disk entry: a pattern with one of its files.
+    fn disk_entries(&self) -> impl Iterator<Item = (&'a CallPat, &'a Option<String>)> {
+        let spec: &'a crate::spec::Spec = self.spec;
+        spec.disks
+            .iter()
+            .flat_map(|(p, files)| files.iter().map(move |f| (p, f)))
+    }
+
     /// Does the call only read its receiver (the library's read-only names, or a side-file
     /// `pure` pattern)?
     pub(super) fn is_pure(&self, name: &str, quals: &[String]) -> bool {
@@ -53,7 +61,7 @@ impl<'a> Exec<'a> {
         for v in &vals {
             taint.extend(v.all_taint());
         }
-        for (p, file) in &self.spec.disks {
+        for (p, file) in self.disk_entries() {
             if self.pat_matches(p, ty, true, &quals) {
                 let label = file
                     .clone()
@@ -260,7 +268,7 @@ impl<'a> Exec<'a> {
                 is_sink = true;
             }
         }
-        for (p, file) in &self.spec.disks {
+        for (p, file) in self.disk_entries() {
             if self.pat_matches(p, name, false, &quals) {
                 let label = file.clone().unwrap_or_else(|| {
                     let arg_name = || {
