@@ -27,6 +27,12 @@ pub fn report(
         }
         let sites = sites.get_or_insert_with(|| call_sites(prog));
         let near = nearest(p, sites);
+        // `pure` is only asked of calls on node state
+        let calls = if what == "pure" {
+            "call on node state"
+        } else {
+            "call"
+        };
         let hint = if near.is_empty() {
             "no call of that name or a similar one is in the analysed sources".to_string()
         } else {
@@ -36,7 +42,9 @@ pub fn report(
             file: side_file.into(),
             line: 0,
             column: 0,
-            message: format!("{what} pattern `{p}` matches no call reached from a handler; {hint}"),
+            message: format!(
+                "{what} pattern `{p}` matches no {calls} reached from a handler or crash path; {hint}"
+            ),
         });
     }
     out

@@ -958,6 +958,10 @@ fn a_pattern_that_matches_nothing_is_a_warning_with_the_nearest_calls() {
         "send = [\"MessagingService.sendReply\"]",
         "send = [\"MessagingService.sendRepl\", \"Gossiper.sendReply\", \"Messenger.deliver\"]",
     );
+    let text = text.replace(
+        "pure = [\"UUID.variant\"]",
+        "pure = [\"UUID.variant\", \"UUID.clock\"]",
+    );
     let side = dir.path().join("a.toml");
     std::fs::write(&side, text).unwrap();
     let a = analyze(&opts(
@@ -984,6 +988,7 @@ fn a_pattern_that_matches_nothing_is_a_warning_with_the_nearest_calls() {
     );
     assert!(find("Gossiper.sendReply").contains("`MessagingService.instance().sendReply`"));
     assert!(find("Messenger.deliver").contains("no call of that name or a similar one"));
+    assert!(find("UUID.clock").contains("pure pattern `UUID.clock` matches no call on node state"));
     // The patterns that match are not reported.
     assert!(!warnings
         .iter()
