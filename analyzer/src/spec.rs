@@ -47,6 +47,9 @@ pub struct SideFile {
     /// variable they are a read, not an update.
     #[serde(default)]
     pub pure: Vec<String>,
+    /// The file's text, to find where a pattern is written (warnings name its line).
+    #[serde(skip)]
+    pub text: String,
 }
 
 fn yes() -> bool {
@@ -275,9 +278,19 @@ pub struct Spec {
     pub also: BTreeMap<String, BTreeSet<String>>,
     /// Side-file `pure` patterns (see `SideFile::pure`).
     pub pure: BTreeSet<CallPat>,
-    /// Every call pattern the side file declares, with the key it came from (`send`,
-    /// `[[disk]]`, ...): one that matches no call is reported (see `unmatched`).
-    pub declared: Vec<(String, CallPat)>,
+    /// Every call pattern the side file declares: one that matches no call is reported (see
+    /// `unmatched`).
+    pub declared: Vec<Declared>,
+}
+
+/// A call pattern as the side file declares it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Declared {
+    /// The key it came from: `send`, `pure`, `[[disk]]`, `[[call]]`, `[[queue]]`.
+    pub what: String,
+    pub pat: CallPat,
+    /// Its line in the side file (0: not found).
+    pub line: usize,
 }
 
 impl Spec {
@@ -384,7 +397,7 @@ pub fn read_side_file(path: &Path) -> Result<SideFile, AnalyzeError> {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
-    let side: SideFile = toml::from_str(&text).map_err(|e| {
+    let mut side: SideFile = toml::from_str(&text).map_err(|e| {
         let at = e.span().map(|s| s.start.min(text.len())).unwrap_or(0);
         let before = &text[..at];
         let line = before.matches('\n').count() + 1;
@@ -395,6 +408,7 @@ pub fn read_side_file(path: &Path) -> Result<SideFile, AnalyzeError> {
         }
         err(path, format!("line {line}, column {column}: {msg}"))
     })?;
+    side.text = text;
     if side.version != SIDE_FILE_VERSION {
         return Err(err(
             path,
@@ -668,13 +682,48 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
     if side.defaults {
         add_defaults(&mut spec);
     }
+    let mut declare = |what: &str, raw: &str| {
+        // the n-th table entry on this pattern is its n-th `call = "raw"` line
+        let nth = spec
+            .declared
+            .iter()
+            .filter(|d| d.what == what && d.pat == CallPat::parse(raw))
+            .count();
+        let quoted = format!("\"{raw}\"");
+        let table = what.starts_with('[');
+        let line = side
+            .text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.contains(&quoted) && l.trim_start().starts_with("call") == table)
+            .nth(if table { nth } else { 0 })
+            .map_or(0, |(i, _)| i + 1);
+        spec.declared.push(Declared {
+            what: what.into(),
+            pat: CallPat::parse(raw),
+            line,
+        });
+    };
+    for s in &side.send {
+        declare("send", s);
+    }
+    for s in &side.pure {
+        declare("pure", s);
+    }
+    for d in &side.disk {
+        declare("[[disk]]", &d.call);
+    }
+    for c in &side.call {
+        declare("[[call]]", &c.call);
+    }
+    for q in &side.queue {
+        declare("[[queue]]", &q.call);
+    }
     for s in &side.send {
         spec.sends.insert(CallPat::parse(s));
-        spec.declared.push(("send".into(), CallPat::parse(s)));
     }
     for s in &side.pure {
         spec.pure.insert(CallPat::parse(s));
-        spec.declared.push(("pure".into(), CallPat::parse(s)));
     }
     // The side file's entries on a pattern replace a default one, and combine with each other.
     let mut own = BTreeSet::new();
@@ -684,12 +733,8 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
             spec.disks.insert(p.clone(), vec![]);
         }
         spec.disks.entry(p).or_default().push(d.file.clone());
-        spec.declared
-            .push(("[[disk]]".into(), CallPat::parse(&d.call)));
     }
     for c in &side.call {
-        spec.declared
-            .push(("[[call]]".into(), CallPat::parse(&c.call)));
         spec.models.push(CallModel {
             pat: CallPat::parse(&c.call),
             read: c.read.clone(),
@@ -718,8 +763,6 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
                 ),
             ));
         }
-        spec.declared
-            .push(("[[queue]]".into(), CallPat::parse(&q.call)));
         spec.queues.push(QueueModel {
             pat: CallPat::parse(&q.call),
             class: c.to_string(),

@@ -21,7 +21,8 @@ pub fn report(
     let mut seen = BTreeSet::new();
     let mut sites: Option<Vec<Site>> = None;
     let mut out = Vec::new();
-    for (what, p) in &spec.declared {
+    for d in &spec.declared {
+        let (what, p) = (&d.what, &d.pat);
         if matched.contains(p) || !seen.insert((what, p)) {
             continue;
         }
@@ -40,8 +41,8 @@ pub fn report(
         };
         out.push(Gap {
             file: side_file.into(),
-            line: 0,
-            column: 0,
+            line: d.line,
+            column: usize::from(d.line > 0),
             message: format!(
                 "{what} pattern `{p}` matches no {calls} reached from a handler or crash path; {hint}"
             ),

@@ -962,8 +962,15 @@ fn a_pattern_that_matches_nothing_is_a_warning_with_the_nearest_calls() {
         "pure = [\"UUID.variant\"]",
         "pure = [\"UUID.variant\", \"UUID.clock\"]",
     );
+    // the second [[disk]] entry on savePaxosCommit, misspelt
+    let i = text.rfind("savePaxosCommit").unwrap();
+    let text = format!(
+        "{}savePaxosComit{}",
+        &text[..i],
+        &text[i + "savePaxosCommit".len()..]
+    );
     let side = dir.path().join("a.toml");
-    std::fs::write(&side, text).unwrap();
+    std::fs::write(&side, &text).unwrap();
     let a = analyze(&opts(
         Lang::Java,
         vec![corpus("paxos_service")],
@@ -980,7 +987,18 @@ fn a_pattern_that_matches_nothing_is_a_warning_with_the_nearest_calls() {
             .clone()
     };
     let w = find("MessagingService.sendRepl");
-    assert!(w.starts_with(&side.display().to_string()), "{w}");
+    // at the pattern's line in the side file
+    assert!(
+        w.starts_with(&format!("{}:2:1: send pattern", side.display())),
+        "{w}"
+    );
+    let disk = text
+        .lines()
+        .position(|l| l.contains("savePaxosComit"))
+        .unwrap()
+        + 1;
+    assert!(find("SystemKeyspace.savePaxosComit")
+        .starts_with(&format!("{}:{disk}:1: [[disk]] pattern", side.display())));
     assert!(
         w.contains("send pattern `MessagingService.sendRepl` matches no call")
             && w.contains("`MessagingService.instance().sendReply` (PaxosState.java:42)"),
