@@ -862,6 +862,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn singleton_accessors_name_their_class() {
+        let name = |n: &str| Box::new(Expr::Name(n.into()));
+        let call = |q: Box<Expr>, n: &str, args: Vec<Expr>| Expr::Call {
+            recv: Some(q),
+            name: n.into(),
+            args,
+            line: 1,
+        };
+        let ms = || name("MessagingService");
+        assert_eq!(
+            singleton_class(&call(ms(), "instance", vec![])).as_deref(),
+            Some("MessagingService")
+        );
+        let field = Expr::Field(ms(), "instance".into());
+        assert_eq!(singleton_class(&field).as_deref(), Some("MessagingService"));
+        // an accessor with arguments, or another method, is not the singleton
+        assert_eq!(
+            singleton_class(&call(ms(), "instance", vec![Expr::Name("x".into())])),
+            None
+        );
+        assert_eq!(singleton_class(&call(ms(), "peers", vec![])), None);
+    }
+
+    #[test]
     fn a_call_resolves_to_the_method_and_is_inlined() {
         let (prog, spec) = java(NODE);
         let ex = Exec::new(&prog, &spec);
