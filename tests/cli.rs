@@ -253,3 +253,60 @@ fn bench_runs_only_the_strategies_and_workloads_asked_for() {
     assert!(!r.stdout.contains("to exhaust"), "{}", r.stdout);
     assert!(r.stdout.contains("flymc ablations"), "{}", r.stdout);
 }
+
+#[test]
+fn pct_states_its_guarantee_and_its_finding_replays() {
+    let d = tmp();
+    let args = [
+        "run",
+        "--system",
+        "cassandra-sim",
+        "--workload",
+        "cass-5",
+        "--strategy",
+        "pct",
+        "--depth",
+        "2",
+        "--seed",
+        "1",
+        "--max-paths",
+        "2000",
+        "--json",
+        "s.json",
+    ];
+    let r = flymc_in(d.path(), &args);
+    assert_eq!(r.code, 1, "cass-5 is found: {}", r.all());
+    assert!(
+        r.stdout
+            .contains("pct guarantee: a bug of depth 2 is hit with probability >= 1/("),
+        "{}",
+        r.stdout
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("s.json")).unwrap()).unwrap();
+    let per_run = json["pct"]["per_run"].as_f64().unwrap();
+    let chains = json["pct"]["chains"].as_f64().unwrap();
+    let events = json["pct"]["events"].as_f64().unwrap();
+    assert_eq!(per_run, 1.0 / (chains * events), "{json}");
+    assert!(json["pct"]["over_run"].as_f64().unwrap() >= per_run);
+    let file = common::path_file(&r, d.path());
+    let again = flymc_in(d.path(), &["replay", file.to_str().unwrap()]);
+    assert_eq!(again.code, 1, "{}", again.all());
+    assert!(again.stdout.contains("reproduced"), "{}", again.all());
+    // A depth of 0 is refused by the parser.
+    let zero = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            "cass-5",
+            "--strategy",
+            "pct",
+            "--depth",
+            "0",
+        ],
+    );
+    assert_eq!(zero.code, 2, "{}", zero.all());
+}

@@ -57,6 +57,7 @@ fn explore(system: &dyn System, w: &Workload, name: &str, paths: u64) -> (Vec<Ru
         },
         fault_vars: system.fault_vars(),
         disk_state: true,
+        pct_depth: 3,
     };
     let mut strat = strategy::build(name, &ctx).unwrap();
     let cfg = ExploreConfig {

@@ -86,6 +86,7 @@ fn explore_runs(
         flymc: opts,
         fault_vars: system.fault_vars(),
         disk_state: true,
+        pct_depth: 3,
     };
     let mut s = strategy::build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {

@@ -44,6 +44,7 @@ fn build(system: &dyn System, w: &Workload, name: &str, opts: FlymcOptions) -> B
         flymc: opts,
         fault_vars: system.fault_vars(),
         disk_state: true,
+        pct_depth: 3,
     };
     strategy::build(name, &ctx).unwrap()
 }

@@ -66,6 +66,7 @@ fn explore(
         },
         fault_vars: system.fault_vars(),
         disk_state: true,
+        pct_depth: 3,
     };
     let mut strat = strategy::build(name, &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -556,6 +557,7 @@ fn flymc_moves_a_crash_of_n0_back_before_the_appends_it_sent() {
         flymc: FlymcOptions::default(),
         fault_vars: sys.fault_vars(),
         disk_state: true,
+        pct_depth: 3,
     };
     let mut strat = TowardsTheCrash {
         inner: strategy::build("flymc", &ctx).unwrap(),

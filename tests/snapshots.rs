@@ -154,6 +154,7 @@ fn explore(
         flymc: FlymcOptions::default(),
         fault_vars: system.fault_vars(),
         disk_state: true,
+        pct_depth: 3,
     };
     let mut s = strategy::build(strat, &ctx).unwrap();
     let cfg = ExploreConfig {

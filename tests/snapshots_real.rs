@@ -74,6 +74,7 @@ fn explore(
         flymc: FlymcOptions::default(),
         fault_vars: system.fault_vars(),
         disk_state: true,
+        pct_depth: 3,
     };
     let mut s = strategy::build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {

@@ -156,6 +156,9 @@ struct RunArgs {
     /// Depth bound for bdpor and brdpor.
     #[arg(long, default_value_t = 25)]
     bound: usize,
+    /// The bug depth pct builds its paths for: d - 1 priority change points per path (PCTCP).
+    #[arg(long, value_name = "D", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    depth: u32,
     /// dfs over every interleaving, re-expanding a state each time another order reaches it
     /// (the FlyMC paper's naive DFS), instead of expanding each state once.
     #[arg(long)]
@@ -388,6 +391,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         },
         fault_vars: system.fault_vars(),
         disk_state: !args.ablation.no_disk_state,
+        pct_depth: args.depth,
     };
     let mut strat = strategy::build(&args.strategy, &ctx)?;
     let cfg = ExploreConfig {
@@ -565,6 +569,18 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         );
     }
     println!("{summary}");
+    if let Some(b) = &stats.pct {
+        println!(
+            "pct guarantee: a bug of depth {} is hit with probability >= 1/({} chains x {} events^{}) = {:.3e} per path, so >= {:.3e} over these {} paths",
+            b.depth,
+            b.chains,
+            b.events,
+            b.depth.saturating_sub(1),
+            b.per_run,
+            b.over(outcome.paths),
+            outcome.paths
+        );
+    }
     println!("{}", summary::time_line(&outcome.timing));
     if cfg.snapshots {
         println!("{}", summary::snapshot_line(&outcome.snapshots));

@@ -118,11 +118,22 @@ pub struct RunSummary<'a> {
     pub other_violations: u64,
     /// Distinct fault states reached (`faults`).
     pub fault_states: u64,
+    /// `pct`'s guarantee: per path, and over this run's paths.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pct: Option<PctJson>,
     pub timing: TimingJson<'a>,
     pub snapshots: &'a SnapshotStats,
     /// What ended the run early, if something did: `interrupted by SIGTERM`, or the error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+}
+
+/// PCTCP's bound ([`flymc_core::strategy::PctBound`]) and what it gives over the run.
+#[derive(Serialize)]
+pub struct PctJson {
+    #[serde(flatten)]
+    pub bound: flymc_core::strategy::PctBound,
+    pub over_run: f64,
 }
 
 /// [`TimingTotals`] with the quantiles worked out.
@@ -161,6 +172,10 @@ impl<'a> RunSummary<'a> {
             diverged: outcome.diverged,
             other_violations: outcome.other_violations,
             fault_states: outcome.stats.fault_states,
+            pct: outcome.stats.pct.map(|bound| PctJson {
+                bound,
+                over_run: bound.over(outcome.paths),
+            }),
             snapshots: &outcome.snapshots,
             timing: TimingJson {
                 totals: &outcome.timing,

@@ -3,7 +3,7 @@
 use flymc_model::EventId;
 use serde::{Deserialize, Serialize};
 
-use crate::order::{DefaultOrder, FairAfter, Order, RandomOrder, Stop};
+use crate::order::{DefaultOrder, FairAfter, Order, PctOrder, PctParams, RandomOrder, Stop};
 
 /// What to do once the prefix is used up: the order policy a strategy chooses for the rest of
 /// the run. A plan names the policy rather than holding it, so plans stay plain values that
@@ -15,6 +15,9 @@ pub enum Tail {
     Fifo,
     /// A uniformly random enabled event, crashes and reboots included, from this seed.
     Random(u64),
+    /// PCTCP: random priorities over causal chains with priority change points, and crashes
+    /// and reboots at random steps ([`PctOrder`]).
+    Pct(PctParams),
     /// Stop when the prefix is used up (replay).
     Stop,
 }
@@ -26,6 +29,7 @@ impl Tail {
         match self {
             Tail::Fifo => Box::new(FairAfter::new(DefaultOrder)),
             Tail::Random(seed) => Box::new(FairAfter::new(RandomOrder::new(seed))),
+            Tail::Pct(p) => Box::new(FairAfter::new(PctOrder::new(p))),
             Tail::Stop => Box::new(Stop),
         }
     }

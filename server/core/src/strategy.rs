@@ -25,6 +25,28 @@ pub struct StrategyStats {
     pub deprioritized: u64,
     /// Distinct fault states reached (`faults`), 0 for strategies that keep none.
     pub fault_states: u64,
+    /// The probabilistic guarantee of a `pct` run, from its measured chains and events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pct: Option<PctBound>,
+}
+
+/// PCTCP's lower bound on hitting a bug of depth `depth` (Ozkan et al., OOPSLA'18): at least
+/// `per_run = 1 / (chains * events^(depth-1))` in each run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PctBound {
+    pub depth: u32,
+    /// The most causal chains a run had.
+    pub chains: usize,
+    /// The most events a run had (k).
+    pub events: usize,
+    pub per_run: f64,
+}
+
+impl PctBound {
+    /// The chance that `runs` independent runs hit such a bug at least once, at least.
+    pub fn over(&self, runs: u64) -> f64 {
+        1.0 - (1.0 - self.per_run).powf(runs as f64)
+    }
 }
 
 pub trait Strategy {

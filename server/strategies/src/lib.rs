@@ -11,6 +11,7 @@ pub mod dpor;
 mod faults;
 pub mod flymc;
 mod mdpor;
+mod pct;
 mod random;
 mod rdpor;
 mod samc;
@@ -40,6 +41,8 @@ pub struct StrategyContext<'a> {
     /// `faults` and `flymc` tell states apart by what each node's crash-point writes put on
     /// disk, not only by the variables nodes report (`--no-disk-state` turns it off).
     pub disk_state: bool,
+    /// The bug depth `pct` builds its runs for (`--depth`): d - 1 priority change points.
+    pub pct_depth: u32,
 }
 
 pub use flymc::FlymcOptions;
@@ -59,6 +62,7 @@ impl<'a> StrategyContext<'a> {
             flymc: FlymcOptions::default(),
             fault_vars: system.fault_vars(),
             disk_state: true,
+            pct_depth: 3,
         }
     }
 }
@@ -73,14 +77,19 @@ pub enum BuildError {
 
 /// The strategies, by command-line name.
 pub const NAMES: &[&str] = &[
-    "dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor", "samc", "flymc", "faults",
+    "dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor", "samc", "flymc", "faults", "pct",
 ];
 
-/// The strategies `flymc bench` compares: the paper's baselines and flymc. (`faults` explores
+/// The strategies `flymc bench` compares: the paper's baselines, flymc and pct. (`faults` explores
 /// fault placements only, so its path counts and exhaustion answer a different question.)
 pub const COMPARED: &[&str] = &[
-    "dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor", "samc", "flymc",
+    "dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor", "samc", "flymc", "pct",
 ];
+
+/// Strategies that never run out of paths (each path a fresh draw): no exhaustion to measure.
+pub fn never_exhausts(name: &str) -> bool {
+    matches!(name, "random" | "pct")
+}
 
 /// Build a strategy by name.
 pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, BuildError> {
@@ -101,6 +110,7 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
     Ok(match name {
         "dfs" => Box::new(dfs::Dfs::new(ctx.stateless_dfs)),
         "random" => Box::new(random::RandomWalk::new(ctx.seed)),
+        "pct" => Box::new(pct::Pct::new(ctx)),
         "mdpor" => Box::new(mdpor::new(ctx)),
         "bdpor" => Box::new(bdpor::new(ctx)),
         "rdpor" => Box::new(rdpor::new(ctx)),
@@ -116,7 +126,7 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
 
 /// Are all strategies of this name random (to be averaged over seeds in benchmarks)?
 pub fn is_randomized(name: &str) -> bool {
-    matches!(name, "random" | "rdpor" | "brdpor")
+    matches!(name, "random" | "rdpor" | "brdpor" | "pct")
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use super::*;
 use flymc_core::explore::{explore, ExploreConfig};
+use flymc_core::run::Run;
 use flymc_core::testkit::{workload, TinySystem};
 
 fn count(strategy: &str, w: &flymc_model::Workload) -> (u64, bool, Option<String>) {
@@ -20,6 +21,7 @@ fn count(strategy: &str, w: &flymc_model::Workload) -> (u64, bool, Option<String
         flymc: FlymcOptions::default(),
         fault_vars: None,
         disk_state: true,
+        pct_depth: 3,
     };
     let mut s = build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -89,6 +91,7 @@ fn bounded_dpor_does_not_reorder_beyond_its_bound() {
         flymc: FlymcOptions::default(),
         fault_vars: None,
         disk_state: true,
+        pct_depth: 3,
     };
     let mut s = build("bdpor", &ctx).unwrap();
     let out = explore(
@@ -127,6 +130,7 @@ fn random_walks_are_seeded() {
         flymc: FlymcOptions::default(),
         fault_vars: None,
         disk_state: true,
+        pct_depth: 3,
     };
     let walk = |ctx: &StrategyContext| {
         let mut s = build("random", ctx).unwrap();
@@ -163,6 +167,7 @@ fn with_sets(
         flymc,
         fault_vars: None,
         disk_state: true,
+        pct_depth: 3,
     };
     let mut s = build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -254,6 +259,7 @@ fn faults_runs(w: &flymc_model::Workload) -> (flymc_core::explore::Outcome, Vec<
         flymc: FlymcOptions::default(),
         fault_vars: None,
         disk_state: true,
+        pct_depth: 3,
     };
     let mut s = build("faults", &ctx).unwrap();
     let cfg = ExploreConfig {
@@ -350,6 +356,7 @@ fn a_run_that_ended_in_a_hang_is_learnt_from_up_to_the_step_that_hung() {
             flymc: FlymcOptions::default(),
             fault_vars: None,
             disk_state: true,
+            pct_depth: 3,
         };
         let mut dfs = build("dfs", &ctx).unwrap();
         let first = dfs.next_plan().unwrap();
@@ -507,6 +514,7 @@ fn every_strategy_takes_runs_that_ended_in_a_hang_or_a_node_exit() {
                         flymc: FlymcOptions::default(),
                         fault_vars: None,
                         disk_state: true,
+                        pct_depth: 3,
                     };
                     let what =
                         format!("{name} (stateless {stateless_dfs}, exited {exited}, at {at})");
@@ -540,4 +548,76 @@ fn every_strategy_takes_runs_that_ended_in_a_hang_or_a_node_exit() {
             }
         }
     }
+}
+
+/// Every run `strategy` explores on `w` (at most `paths`), and its final stats.
+fn runs_of(
+    strategy: &str,
+    w: &flymc_model::Workload,
+    seed: u64,
+    paths: u64,
+) -> (Vec<Run>, StrategyStats) {
+    let ctx = StrategyContext {
+        seed,
+        pct_depth: 2,
+        ..StrategyContext::for_system(&TinySystem, w)
+    };
+    let mut s = build(strategy, &ctx).unwrap();
+    let cfg = ExploreConfig {
+        max_paths: Some(paths),
+        check_determinism: true,
+        ..Default::default()
+    };
+    let mut runs = Vec::new();
+    let out = flymc_core::explore::explore_with(
+        &TinySystem,
+        w,
+        s.as_mut(),
+        &cfg,
+        &mut |_| {},
+        &mut |r| runs.push(r.clone()),
+    )
+    .unwrap();
+    (runs, out.stats)
+}
+
+#[test]
+fn pct_is_seeded_spreads_its_faults_over_the_run_and_states_its_bound() {
+    let w = workload(
+        3,
+        "[[0, 1], [1, 2], [2, 0], [0, 2], [1, 0]]",
+        "[faults]\ncrashes = 1\nreboots = 1",
+    );
+    let ids = |runs: &[Run]| runs.iter().map(|r| r.event_ids()).collect::<Vec<_>>();
+    let (a, stats) = runs_of("pct", &w, 7, 40);
+    assert_eq!(a.len(), 40);
+    assert_eq!(
+        ids(&a),
+        ids(&runs_of("pct", &w, 7, 40).0),
+        "same seed, same paths"
+    );
+    assert_ne!(ids(&a), ids(&runs_of("pct", &w, 8, 40).0), "seeds differ");
+    // Where the crash fell, as a fraction of its run: spread, not only at the end.
+    let at: Vec<(usize, usize)> = a
+        .iter()
+        .filter_map(|r| {
+            let step = r
+                .steps
+                .iter()
+                .position(|s| s.event().kind == flymc_model::EventKind::Crash)?;
+            Some((step, r.steps.len()))
+        })
+        .collect();
+    assert!(at.len() >= 20, "a crash in {} of 40 paths", at.len());
+    let steps: std::collections::BTreeSet<usize> = at.iter().map(|&(s, _)| s).collect();
+    assert!(steps.len() >= 4, "crash steps {steps:?}");
+    assert!(at.iter().any(|&(s, n)| 2 * s < n), "an early crash: {at:?}");
+    let b = stats.pct.expect("pct states its bound");
+    let longest = a.iter().map(|r| r.steps.len()).max().unwrap();
+    assert_eq!((b.depth, b.events), (2, longest));
+    assert!(
+        b.chains >= 5,
+        "five client requests start five chains: {b:?}"
+    );
+    assert_eq!(b.per_run, 1.0 / (b.chains * b.events) as f64);
 }

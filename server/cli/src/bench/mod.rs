@@ -163,6 +163,7 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         flymc: job.flymc,
         fault_vars: system.fault_vars(),
         disk_state: true,
+        pct_depth: 3,
     };
     let mut strat = strategy::build(job.strategy, &ctx)?;
     let ecfg = ExploreConfig {
@@ -292,7 +293,7 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
         let w = load(system, name)?;
         for &s in strategy::COMPARED
             .iter()
-            .filter(|s| **s != "random" && strategy_selected(cfg, s))
+            .filter(|s| !strategy::never_exhausts(s) && strategy_selected(cfg, s))
         {
             jobs.push(Job {
                 section: 1,

@@ -153,6 +153,7 @@ fn explore_variant(
         flymc: FlymcOptions::default(),
         fault_vars: system.fault_vars(),
         disk_state: true,
+        pct_depth: 3,
     };
     let mut strat = strategy::build(STRATEGY, &ctx)?;
     let cfg = ExploreConfig {

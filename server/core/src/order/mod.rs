@@ -2,12 +2,14 @@
 //!
 //! The executor follows the prefix and keeps the books (vector clocks, fault budgets, the sleep
 //! set); an [`Order`] only chooses. A plan's [`Tail`](crate::plan::Tail) names the order its
-//! strategy wants: the default order, a seeded random walk, or stopping (replay). The first two
+//! strategy wants: the default order, a seeded random walk, PCTCP's priorities over causal
+//! chains, or stopping (replay). All but the last
 //! hand over to the fair continuation when a run reaches its event limit with a liveness
 //! property failing.
 
 mod default;
 mod fair;
+pub mod pct;
 mod random;
 mod stop;
 
@@ -16,6 +18,7 @@ use crate::run::Enabled;
 pub use default::DefaultOrder;
 pub(crate) use default::{default_pick, TimerRank};
 pub use fair::{Fair, FairAfter};
+pub use pct::{PctOrder, PctParams};
 pub use random::RandomOrder;
 pub use stop::Stop;
 
