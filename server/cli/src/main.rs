@@ -85,7 +85,8 @@ struct AnalyzeArgs {
     /// The system name written into the sets file.
     #[arg(long, default_value = "unnamed")]
     system: String,
-    /// Where to write the sets file (JSON); without it, the report goes to stdout.
+    /// Where to write the sets file (JSON). The `--format` output goes to stdout either way,
+    /// except `--format json` with `--out`, where the JSON goes only to the file.
     #[arg(long, value_name = "SETS.json")]
     out: Option<PathBuf>,
     /// What to print: the sets file as JSON, or a human-readable report.
@@ -647,7 +648,7 @@ fn analyze(args: AnalyzeArgs) -> Result<u8> {
         eprintln!("warning: {gap}");
     }
     match args.format.as_str() {
-        "json" if args.out.is_none() => println!("{}", a.to_json()),
+        "json" if args.out.is_none() => print!("{}", a.to_json()),
         "json" => {}
         _ => print!("{}", a.to_text()),
     }
