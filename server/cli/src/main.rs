@@ -371,7 +371,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     let folder = workloads::folder(folder)?;
     let workload = workloads::load(&folder, system.name(), &args.workload)?;
     workloads::check_expect(system.as_ref(), &workload)?;
-    let needs_sets = matches!(args.strategy.as_str(), "samc" | "flymc");
+    let needs_sets = matches!(args.strategy.as_str(), "samc" | "flymc" | "portfolio");
     let sets = if needs_sets || args.sets.is_some() {
         systems::load_sets(system.as_ref(), &workload, args.sets.as_deref())?
     } else {
@@ -570,6 +570,14 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         );
     }
     println!("{summary}");
+    if !stats.shares.is_empty() {
+        let shares: Vec<String> = stats
+            .shares
+            .iter()
+            .map(|(m, n)| format!("{m} {n}"))
+            .collect();
+        println!("portfolio: paths by member: {}", shares.join(", "));
+    }
     if let Some(b) = &stats.pct {
         println!(
             "pct guarantee: a bug of depth {} is hit with probability >= 1/({} chains x {} events^{}) = {:.3e} per path, so >= {:.3e} over these {} paths",

@@ -121,6 +121,9 @@ pub struct RunSummary<'a> {
     /// `pct`'s guarantee: per path, and over this run's paths.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pct: Option<PctJson>,
+    /// A portfolio's members and the paths each ran.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub portfolio: &'a [(String, u64)],
     pub timing: TimingJson<'a>,
     pub snapshots: &'a SnapshotStats,
     /// What ended the run early, if something did: `interrupted by SIGTERM`, or the error.
@@ -176,6 +179,7 @@ impl<'a> RunSummary<'a> {
                 bound,
                 over_run: bound.over(outcome.paths),
             }),
+            portfolio: &outcome.stats.shares,
             snapshots: &outcome.snapshots,
             timing: TimingJson {
                 totals: &outcome.timing,

@@ -28,6 +28,9 @@ pub struct StrategyStats {
     /// The probabilistic guarantee of a `pct` run, from its measured chains and events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pct: Option<PctBound>,
+    /// A portfolio's members and the paths each ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shares: Vec<(String, u64)>,
 }
 
 /// PCTCP's lower bound on hitting a bug of depth `depth` (Ozkan et al., OOPSLA'18): at least

@@ -12,6 +12,7 @@ mod faults;
 pub mod flymc;
 mod mdpor;
 mod pct;
+mod portfolio;
 mod random;
 mod rdpor;
 mod samc;
@@ -77,13 +78,32 @@ pub enum BuildError {
 
 /// The strategies, by command-line name.
 pub const NAMES: &[&str] = &[
-    "dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor", "samc", "flymc", "faults", "pct",
+    "dfs",
+    "random",
+    "mdpor",
+    "bdpor",
+    "rdpor",
+    "brdpor",
+    "samc",
+    "flymc",
+    "faults",
+    "pct",
+    "portfolio",
 ];
 
 /// The strategies `flymc bench` compares: the paper's baselines, flymc and pct. (`faults` explores
 /// fault placements only, so its path counts and exhaustion answer a different question.)
 pub const COMPARED: &[&str] = &[
-    "dfs", "random", "mdpor", "bdpor", "rdpor", "brdpor", "samc", "flymc", "pct",
+    "dfs",
+    "random",
+    "mdpor",
+    "bdpor",
+    "rdpor",
+    "brdpor",
+    "samc",
+    "flymc",
+    "pct",
+    "portfolio",
 ];
 
 /// Strategies that never run out of paths (each path a fresh draw): no exhaustion to measure.
@@ -111,6 +131,11 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
         "dfs" => Box::new(dfs::Dfs::new(ctx.stateless_dfs)),
         "random" => Box::new(random::RandomWalk::new(ctx.seed)),
         "pct" => Box::new(pct::Pct::new(ctx)),
+        // flymc where the system ships a sets file (dfs where not), taking turns with pct.
+        "portfolio" => Box::new(portfolio::Portfolio::new(vec![
+            build(if ctx.sets.is_some() { "flymc" } else { "dfs" }, ctx)?,
+            build("pct", ctx)?,
+        ])),
         "mdpor" => Box::new(mdpor::new(ctx)),
         "bdpor" => Box::new(bdpor::new(ctx)),
         "rdpor" => Box::new(rdpor::new(ctx)),
@@ -126,7 +151,7 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
 
 /// Are all strategies of this name random (to be averaged over seeds in benchmarks)?
 pub fn is_randomized(name: &str) -> bool {
-    matches!(name, "random" | "rdpor" | "brdpor" | "pct")
+    matches!(name, "random" | "rdpor" | "brdpor" | "pct" | "portfolio")
 }
 
 #[cfg(test)]

@@ -621,3 +621,31 @@ fn pct_is_seeded_spreads_its_faults_over_the_run_and_states_its_bound() {
     );
     assert_eq!(b.per_run, 1.0 / (b.chains * b.events) as f64);
 }
+
+#[test]
+fn a_portfolio_takes_turns_and_exhausts_when_its_systematic_member_does() {
+    // Without increments the requests conflict: flymc explores several orders.
+    let sets = TINY_SETS.replace("\"increments\": [\"count\"]", "\"increments\": []");
+    let w = workload(2, "[[0, 1], [1, 0], [0, -1]]", "");
+    let no_flips = FlymcOptions {
+        parallel_flips: false,
+        ..FlymcOptions::default()
+    };
+    let alone = with_sets("flymc", &w, &sets, no_flips);
+    let both = with_sets("portfolio", &w, &sets, no_flips);
+    assert!(
+        alone.exhausted && both.exhausted,
+        "flymc exhausts, so does the portfolio"
+    );
+    assert!(alone.paths >= 2, "{}", alone.paths);
+    let shares = &both.stats.shares;
+    assert_eq!(shares[0], ("flymc".to_string(), alone.paths), "{shares:?}");
+    assert_eq!(shares[1].0, "pct");
+    // Turns: pct ran between flymc's paths, never more than one in a row.
+    assert!(
+        shares[1].1 <= alone.paths && shares[1].1 >= alone.paths - 1,
+        "{shares:?}"
+    );
+    assert_eq!(both.paths, shares[0].1 + shares[1].1);
+    assert!(both.unique_states.len() >= alone.unique_states.len());
+}
