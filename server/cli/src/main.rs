@@ -557,6 +557,9 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     if stats.fault_states > 0 {
         summary += &format!(", {} fault states", stats.fault_states);
     }
+    if stats.abstract_states > 0 {
+        summary += &format!(", {} abstract states", stats.abstract_states);
+    }
     if stats.deprioritized > 0 {
         summary += &format!(", deprioritised {}", stats.deprioritized);
     }

@@ -118,6 +118,8 @@ pub struct RunSummary<'a> {
     pub other_violations: u64,
     /// Distinct fault states reached (`faults`).
     pub fault_states: u64,
+    /// Coarse abstract states reached (`novelty`, `portfolio`).
+    pub abstract_states: u64,
     /// `pct`'s guarantee: per path, and over this run's paths.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pct: Option<PctJson>,
@@ -175,6 +177,7 @@ impl<'a> RunSummary<'a> {
             diverged: outcome.diverged,
             other_violations: outcome.other_violations,
             fault_states: outcome.stats.fault_states,
+            abstract_states: outcome.stats.abstract_states,
             pct: outcome.stats.pct.map(|bound| PctJson {
                 bound,
                 over_run: bound.over(outcome.paths),

@@ -28,6 +28,9 @@ pub struct StrategyStats {
     /// The probabilistic guarantee of a `pct` run, from its measured chains and events.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pct: Option<PctBound>,
+    /// Coarse abstract states reached (`novelty`: ranks of what survives a crash, roles, up or
+    /// down, under symmetry), 0 for strategies that keep none.
+    pub abstract_states: u64,
     /// A portfolio's members and the paths each ran.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shares: Vec<(String, u64)>,

@@ -11,6 +11,7 @@ pub mod dpor;
 mod faults;
 pub mod flymc;
 mod mdpor;
+mod novelty;
 mod pct;
 mod portfolio;
 mod random;
@@ -88,11 +89,13 @@ pub const NAMES: &[&str] = &[
     "flymc",
     "faults",
     "pct",
+    "novelty",
     "portfolio",
 ];
 
-/// The strategies `flymc bench` compares: the paper's baselines, flymc and pct. (`faults` explores
-/// fault placements only, so its path counts and exhaustion answer a different question.)
+/// The strategies `flymc bench` compares: the paper's baselines, flymc, pct, novelty and the
+/// portfolio of the last three. (`faults` explores fault placements only, so its path counts
+/// and exhaustion answer a different question.)
 pub const COMPARED: &[&str] = &[
     "dfs",
     "random",
@@ -103,12 +106,13 @@ pub const COMPARED: &[&str] = &[
     "samc",
     "flymc",
     "pct",
+    "novelty",
     "portfolio",
 ];
 
 /// Strategies that never run out of paths (each path a fresh draw): no exhaustion to measure.
 pub fn never_exhausts(name: &str) -> bool {
-    matches!(name, "random" | "pct")
+    matches!(name, "random" | "pct" | "novelty")
 }
 
 /// Build a strategy by name.
@@ -131,10 +135,13 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
         "dfs" => Box::new(dfs::Dfs::new(ctx.stateless_dfs)),
         "random" => Box::new(random::RandomWalk::new(ctx.seed)),
         "pct" => Box::new(pct::Pct::new(ctx)),
-        // flymc where the system ships a sets file (dfs where not), taking turns with pct.
+        "novelty" => Box::new(novelty::NoveltySearch::new(ctx)),
+        // flymc where the system ships a sets file (dfs where not), taking turns with pct and
+        // novelty-guided search.
         "portfolio" => Box::new(portfolio::Portfolio::new(vec![
             build(if ctx.sets.is_some() { "flymc" } else { "dfs" }, ctx)?,
             build("pct", ctx)?,
+            build("novelty", ctx)?,
         ])),
         "mdpor" => Box::new(mdpor::new(ctx)),
         "bdpor" => Box::new(bdpor::new(ctx)),
@@ -151,7 +158,10 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
 
 /// Are all strategies of this name random (to be averaged over seeds in benchmarks)?
 pub fn is_randomized(name: &str) -> bool {
-    matches!(name, "random" | "rdpor" | "brdpor" | "pct" | "portfolio")
+    matches!(
+        name,
+        "random" | "rdpor" | "brdpor" | "pct" | "novelty" | "portfolio"
+    )
 }
 
 #[cfg(test)]

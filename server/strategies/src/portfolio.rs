@@ -110,6 +110,7 @@ impl Strategy for Portfolio {
             s.pruned.extend(t.pruned);
             s.deprioritized += t.deprioritized;
             s.fault_states += t.fault_states;
+            s.abstract_states = s.abstract_states.max(t.abstract_states);
             s.pct = s.pct.or(t.pct);
         }
         s.shares = self

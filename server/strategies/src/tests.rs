@@ -640,12 +640,44 @@ fn a_portfolio_takes_turns_and_exhausts_when_its_systematic_member_does() {
     assert!(alone.paths >= 2, "{}", alone.paths);
     let shares = &both.stats.shares;
     assert_eq!(shares[0], ("flymc".to_string(), alone.paths), "{shares:?}");
-    assert_eq!(shares[1].0, "pct");
-    // Turns: pct ran between flymc's paths, never more than one in a row.
-    assert!(
-        shares[1].1 <= alone.paths && shares[1].1 >= alone.paths - 1,
-        "{shares:?}"
+    assert_eq!(
+        (shares[1].0.as_str(), shares[2].0.as_str()),
+        ("pct", "novelty")
     );
-    assert_eq!(both.paths, shares[0].1 + shares[1].1);
+    // Turns: each other member ran between flymc's paths, never more than one in a row.
+    for (_, n) in &shares[1..] {
+        assert!(*n <= alone.paths && *n + 1 >= alone.paths, "{shares:?}");
+    }
+    assert_eq!(both.paths, shares.iter().map(|(_, n)| n).sum::<u64>());
+    assert!(both.stats.abstract_states > 0);
     assert!(both.unique_states.len() >= alone.unique_states.len());
+}
+
+#[test]
+fn novelty_is_seeded_and_extends_prefixes_that_reached_new_abstract_states() {
+    let w = workload(
+        3,
+        "[[0, 1], [1, 2], [2, 0], [0, 2]]",
+        "[faults]\ncrashes = 1\nreboots = 1",
+    );
+    let ids = |runs: &[Run]| runs.iter().map(|r| r.event_ids()).collect::<Vec<_>>();
+    let (a, stats) = runs_of("novelty", &w, 3, 30);
+    assert_eq!(ids(&a), ids(&runs_of("novelty", &w, 3, 30).0));
+    assert!(stats.abstract_states > 1, "{stats:?}");
+    // After the first path, the next one starts from that path's prefix up to its first new
+    // abstract state after the initial one.
+    let ctx = StrategyContext {
+        seed: 3,
+        pct_depth: 2,
+        ..StrategyContext::for_system(&TinySystem, &w)
+    };
+    let mut s = build("novelty", &ctx).unwrap();
+    let first = s.next_plan().unwrap();
+    assert!(first.prefix.is_empty());
+    s.observe(&first, &a[0]);
+    assert_eq!(s.queue_len(), 2, "the empty prefix and the new one");
+    let next = s.next_plan().unwrap();
+    let events = a[0].event_ids();
+    assert!(!next.prefix.is_empty() && next.prefix.len() < events.len());
+    assert_eq!(next.prefix[..], events[..next.prefix.len()]);
 }

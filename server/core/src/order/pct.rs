@@ -6,7 +6,8 @@
 //! not been extended by a sibling already; otherwise (a second child, a client request, a timer
 //! with no parent) it starts a new chain. Every new chain gets a random priority above `depth`.
 //! The enabled event of the highest-priority chain runs. At `depth - 1` change points, steps
-//! drawn at random from `1..=k` (k: the events a run is expected to take), the chain about to
+//! drawn at random from `1..=k` (k: the events the run is expected to take after its plan's
+//! prefix; steps count from there), the chain about to
 //! run is demoted to priority `depth - i` (the i-th change point) and the choice is made again.
 //! A run then hits any given bug of depth `d` (an ordering of `d` events that must happen in
 //! that order) with probability at least `1 / (c * k^(d-1))`, c the number of chains.
@@ -100,8 +101,10 @@ pub struct PctOrder {
     fault_steps: Vec<usize>,
     chains: Chains,
     priority: Vec<u64>,
-    /// Steps taken so far in this run.
+    /// Steps taken since this order's first pick: change points and fault steps count from
+    /// the end of the plan's prefix.
     steps: usize,
+    started: bool,
 }
 
 impl PctOrder {
@@ -121,6 +124,7 @@ impl PctOrder {
             chains: Chains::default(),
             priority: Vec::new(),
             steps: 0,
+            started: false,
         }
     }
 
@@ -152,6 +156,7 @@ impl PctOrder {
 
 impl Order for PctOrder {
     fn pick(&mut self, enabled: &[Enabled], _asleep: &dyn Fn(&Enabled) -> bool) -> Option<usize> {
+        self.started = true;
         let step = self.steps + 1;
         let faults: Vec<usize> = (0..enabled.len())
             .filter(|&i| matches!(enabled[i].event.kind, EventKind::Crash | EventKind::Reboot))
@@ -178,7 +183,9 @@ impl Order for PctOrder {
             self.chain(&e.event);
         }
         let _ = chosen;
-        self.steps += 1;
+        if self.started {
+            self.steps += 1;
+        }
     }
 }
 
