@@ -19,6 +19,17 @@ use std::time::{Duration, Instant};
 use flymc_core::pathfile::PathFile;
 use flymc_real::cluster::Backend as _;
 
+/// One path of a real openraft election: the cheapest real run.
+const ONE_RAFT_PATH: &[&str] = &[
+    "run",
+    "--system",
+    "raft",
+    "--workload",
+    "le",
+    "--max-paths",
+    "1",
+];
+
 /// The openraft node program, built beside the `flymc` under test (which finds it there).
 fn raft_node() {
     support::node_program("flymc-raft-nodes", "flymc-raft-node");
@@ -191,19 +202,7 @@ fn a_run_directory_left_by_a_killed_flymc_is_swept_by_the_next_run_but_no_live_o
     assert!(!left.is_empty(), "SIGKILL left no run directory behind");
     // The next run sweeps what the killed flymc left, and says so, and nothing else.
     let next = tempfile::tempdir().unwrap();
-    let ran = run(
-        next.path(),
-        &env,
-        &[
-            "run",
-            "--system",
-            "raft",
-            "--workload",
-            "le",
-            "--max-paths",
-            "1",
-        ],
-    );
+    let ran = run(next.path(), &env, ONE_RAFT_PATH);
     assert_eq!(ran.code, 0, "{}", ran.all());
     let said = format!(
         "flymc: removed {} leftover run director{} of flymc processes that are gone, from {}",
@@ -224,19 +223,7 @@ fn a_run_directory_left_by_a_killed_flymc_is_swept_by_the_next_run_but_no_live_o
     );
     // A run that finds nothing to sweep says nothing about it.
     let again = tempfile::tempdir().unwrap();
-    let ran = run(
-        again.path(),
-        &env,
-        &[
-            "run",
-            "--system",
-            "raft",
-            "--workload",
-            "le",
-            "--max-paths",
-            "1",
-        ],
-    );
+    let ran = run(again.path(), &env, ONE_RAFT_PATH);
     assert_eq!(ran.code, 0, "{}", ran.all());
     assert!(!ran.stderr.contains("leftover"), "{}", ran.all());
     drop(live);
@@ -291,19 +278,7 @@ fn run_directories_are_private_and_under_the_per_user_folder() {
     let theirs = open.path().join(format!("flymc-{uid}"));
     std::fs::create_dir(&theirs).unwrap();
     std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let ran = run(
-        work.path(),
-        &[("TMPDIR", open.path())],
-        &[
-            "run",
-            "--system",
-            "raft",
-            "--workload",
-            "le",
-            "--max-paths",
-            "1",
-        ],
-    );
+    let ran = run(work.path(), &[("TMPDIR", open.path())], ONE_RAFT_PATH);
     assert_eq!(ran.code, 2, "{}", ran.all());
     let last = ran.stderr.lines().last().unwrap_or_default();
     assert!(
