@@ -131,7 +131,7 @@ fn path_files_are_bounded_in_size_and_events() {
     let r = flymc_in(d.path(), &["replay", big.to_str().unwrap()]);
     assert_one_line_error(
         &r,
-        "big.json is larger than the 16 MiB a path file may be (16777217 bytes)",
+        "big.json is larger than the 256 MiB a path file may be (268435457 bytes)",
     );
 
     let mut json = read_json(&recorded(d.path()));

@@ -22,9 +22,10 @@ use crate::run::{Ending, Run};
 
 pub const FORMAT: &str = "flymc-path";
 pub const VERSION: u64 = 1;
-/// The largest path file flymc reads. Real paths are far smaller (a 109-event ZooKeeper path
-/// with every state is 0.75 MB), and parsing takes several times the file's size in memory.
-pub const MAX_BYTES: u64 = 16 << 20;
+/// The largest path file flymc reads. Every state is stored whole, so a real ZooKeeper path
+/// at its workload's event limit with a fair continuation (800 events) is about 60 MB; this
+/// holds four times that. Parsing takes about twice the file's size in memory.
+pub const MAX_BYTES: u64 = 256 << 20;
 /// The most events a path file may hold. A workload's `max_events` keeps real paths in the
 /// hundreds; this only stops files that are not paths flymc wrote.
 pub const MAX_EVENTS: usize = 100_000;
