@@ -151,6 +151,12 @@ fn raft_le(dir: &Path, attack: bool) -> ((u64, u64, u64, bool), usize, usize) {
         status.success(),
         "attack={attack}: {status}\n{stdout}\n{stderr}"
     );
+    // The user is told someone was connecting (and only then).
+    assert_eq!(
+        stderr.contains("another program was connecting to flymc's port"),
+        attack,
+        "{stderr}"
+    );
     (outcome(&json), peak, opened)
 }
 

@@ -320,6 +320,18 @@ impl EventServer {
 
 impl Drop for EventServer {
     fn drop(&mut self) {
+        let c = self.conns.stats();
+        if c.evicted + c.refused > 0 {
+            // Hooks never leave a connection pending long: someone else was connecting.
+            tracing::warn!(
+                "event server {}: closed {} connections that never showed the run's token ({} to make room for newer ones, {} at the cap of open connections; {} accepted in all): another program was connecting to flymc's port",
+                self.addr,
+                c.evicted + c.refused,
+                c.evicted,
+                c.refused,
+                c.accepted
+            );
+        }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
