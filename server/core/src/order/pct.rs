@@ -3,8 +3,9 @@
 //!
 //! Events are partitioned into *chains* of causally ordered events: an event extends the chain
 //! whose last event is its parent (the event whose processing produced it), if that chain has
-//! not been extended by a sibling already; otherwise (a second child, a client request, a timer
-//! with no parent) it starts a new chain. Every new chain gets a random priority above `depth`.
+//! not been extended by a sibling already; otherwise (a second child, a client request) it
+//! starts a new chain, and so does every timer (a timer that re-arms itself would be an endless
+//! chain, which PCT's priorities would never leave). Every new chain gets a random priority above `depth`.
 //! The enabled event of the highest-priority chain runs. At `depth - 1` change points, steps
 //! drawn at random from `1..=k` (k: the events the run is expected to take after its plan's
 //! prefix; steps count from there), the chain about to
@@ -56,8 +57,14 @@ impl Chains {
         if let Some(&c) = self.of.get(&e.id) {
             return Some(c);
         }
-        let extends = e
-            .parent
+        // A timer starts a chain of its own. A timer that re-arms itself (a poll loop) would
+        // otherwise make an endless chain, and PCT, which assumes terminating programs, would
+        // run it forever at the top priority and starve every other chain. Crash-point writes
+        // (`disk:*`) are steps of the handler that made them and stay in its chain.
+        let timer = e.kind == EventKind::Timeout && !e.name.starts_with("disk:");
+        let extends = (!timer)
+            .then_some(e.parent)
+            .flatten()
             .and_then(|p| self.of.get(&p).copied())
             .filter(|&c| Some(&self.last[c]) == e.parent.as_ref());
         let c = match extends {
@@ -251,6 +258,41 @@ mod tests {
         assert_eq!(a.iter().filter(|&&i| i == 2).count(), 1, "{a:?}");
         let differ = (0..20).any(|seed| picks(PctParams { seed, ..p }) != a);
         assert!(differ, "seeds change the schedule");
+    }
+
+    #[test]
+    fn a_timer_that_re_arms_itself_does_not_starve_a_message() {
+        // n0's poll timer re-arms on every firing; a message waits at n1. With the timer in
+        // its parent's chain, every seed that ranks that chain first (about half) never
+        // delivers the message; with a chain per firing, only a message ranked near the bottom
+        // waits out 40 firings.
+        let mut starved = 0;
+        for seed in 0..40 {
+            let mut o = PctOrder::new(PctParams {
+                seed,
+                depth: 1,
+                k: 100,
+                faults: 0,
+            });
+            let mut timer = {
+                let mut t = ev(1, None, EventKind::Timeout);
+                t.event.name = "poll".into();
+                t
+            };
+            let message = ev(1000, None, EventKind::Message);
+            let delivered = (0..40).any(|step| {
+                let enabled = vec![timer.clone(), message.clone()];
+                let i = o.pick(&enabled, &|_| false).unwrap();
+                o.observe(&enabled, i, step);
+                let next = timer.event.id.0 + 1;
+                let parent = timer.event.id.0;
+                timer.event.id = EventId(next);
+                timer.event.parent = Some(EventId(parent));
+                i == 1
+            });
+            starved += usize::from(!delivered);
+        }
+        assert!(starved <= 4, "{starved} of 40 seeds starved the message");
     }
 
     #[test]
