@@ -179,8 +179,24 @@ pub fn hook_config_json() -> Result<String, String> {
 /// Free ports per run (keyed by the run directory): quorum and election port of every node.
 type PortMap = Arc<Mutex<HashMap<PathBuf, Vec<(u16, u16)>>>>;
 
-fn free_port(ip: Ipv4Addr) -> std::io::Result<u16> {
-    Ok(TcpListener::bind((ip, 0))?.local_addr()?.port())
+/// A quorum and an election port on `ip`, free, different from each other and from the node's
+/// client port `client`. Both listeners are held until both ports are known: the kernel may
+/// hand a port it just freed out again, and ZooKeeper refuses a config whose quorum and
+/// election ports are equal ("Invalid config", exit 2).
+fn quorum_ports(ip: Ipv4Addr, client: u16) -> std::io::Result<(u16, u16)> {
+    let mut last = None;
+    for _ in 0..16 {
+        let a = TcpListener::bind((ip, 0))?;
+        let b = TcpListener::bind((ip, 0))?;
+        let ports = (a.local_addr()?.port(), b.local_addr()?.port());
+        if ports.0 != client && ports.1 != client && ports.0 != ports.1 {
+            return Ok(ports);
+        }
+        last = Some(ports);
+    }
+    Err(std::io::Error::other(format!(
+        "no two free ports on {ip} apart from {client} (last tried {last:?})"
+    )))
 }
 
 /// Everything one node needs on disk before its first start.
@@ -343,7 +359,7 @@ impl ZookeeperSystem {
                                     SocketAddr::V4(a) => *a.ip(),
                                     _ => Ipv4Addr::LOCALHOST,
                                 };
-                                (free_port(ip).unwrap_or(0), free_port(ip).unwrap_or(0))
+                                quorum_ports(ip, s.addr.port()).unwrap_or((0, 0))
                             })
                             .collect()
                     })
