@@ -8,6 +8,8 @@
 pub mod bench;
 pub mod demo;
 pub mod hookbench;
+pub mod hunt;
 pub mod progress;
+pub mod show;
 pub mod summary;
 pub mod systems;

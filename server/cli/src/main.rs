@@ -57,6 +57,12 @@ enum Command {
     Bench(BenchArgs),
     /// List the workloads of one system (or of all).
     Workloads { system: Option<String> },
+    /// Draw a path file as a sequence diagram: a lane per node, arrows for messages, marks for
+    /// timers, crashes, reboots and the violation.
+    Show(flymc::show::ShowArgs),
+    /// A bug-hunting campaign for CI: replay the corpus's known findings, explore to a budget,
+    /// write JUnit, SARIF, JSON and HTML reports (`flymc hunt merge` joins shards).
+    Hunt(flymc::hunt::HuntArgs),
     /// Install and build what a real system needs (`flymc setup zookeeper [--docker]`), or CRIU
     /// for cluster snapshots (`flymc setup criu`).
     Setup {
@@ -324,6 +330,8 @@ fn dispatch(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Command::Bench(args) => bench(args, folder),
+        Command::Show(args) => flymc::show::run(&args),
+        Command::Hunt(args) => flymc::hunt::run(args, folder),
         Command::Analyze(args) => analyze(args),
         Command::Systems => {
             for s in systems::all() {
