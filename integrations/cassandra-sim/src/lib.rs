@@ -246,6 +246,10 @@ impl System for CassandraSimSystem {
         properties(ops.0, ops.1)
     }
 
+    fn sources(&self) -> &'static [&'static str] {
+        &["integrations/cassandra-sim/src/lib.rs"]
+    }
+
     fn message_kinds(&self) -> Option<Vec<&'static str>> {
         Some(vec![
             "cas",

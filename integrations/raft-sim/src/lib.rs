@@ -130,6 +130,14 @@ impl System for RaftSimSystem {
         properties::all()
     }
 
+    /// Raft's properties, shared with the real systems, and their view here.
+    fn sources(&self) -> &'static [&'static str] {
+        &[
+            "integrations/raft/properties/src/lib.rs",
+            "integrations/raft-sim/src/properties.rs",
+        ]
+    }
+
     /// All three nodes are interchangeable in workloads without elections (no crashes, no
     /// reboots, no initial election timers): the update path never looks at id values, and
     /// the initial leader is told apart by its state. With elections the split-vote rule

@@ -134,6 +134,14 @@ impl System for RaftSystem {
         crate::properties::all()
     }
 
+    /// Raft's properties, shared with raft-sim, and their view here (both flavours).
+    fn sources(&self) -> &'static [&'static str] {
+        &[
+            "integrations/raft/properties/src/lib.rs",
+            "integrations/raft/src/properties.rs",
+        ]
+    }
+
     fn symmetry(&self, w: &Workload) -> Symmetry {
         crate::symmetry(w)
     }

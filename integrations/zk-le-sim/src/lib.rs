@@ -95,6 +95,14 @@ impl System for ZkLeSimSystem {
         properties::properties(workload.nodes)
     }
 
+    /// ZooKeeper's election properties, shared with the real system, and their view here.
+    fn sources(&self) -> &'static [&'static str] {
+        &[
+            "integrations/zookeeper/properties/src/lib.rs",
+            "integrations/zk-le-sim/src/properties.rs",
+        ]
+    }
+
     /// No symmetric roles. `totalOrderPredicate` breaks ties by server id, so which node wins an
     /// election depends on the ids themselves: renaming n0 and n2 in a state where both vote for
     /// themselves leads to a different leader, not to a renamed run. Workloads also give nodes

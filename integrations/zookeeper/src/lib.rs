@@ -487,6 +487,14 @@ impl System for ZookeeperSystem {
         properties::properties(w.nodes)
     }
 
+    /// ZooKeeper's properties, shared with zk-le-sim, and their view here.
+    fn sources(&self) -> &'static [&'static str] {
+        &[
+            "integrations/zookeeper/properties/src/lib.rs",
+            "integrations/zookeeper/src/properties.rs",
+        ]
+    }
+
     fn allowed_exceptions(&self) -> &'static [&'static str] {
         ALLOWED_EXCEPTIONS
     }

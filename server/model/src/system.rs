@@ -54,6 +54,11 @@ pub trait System: Send + Sync {
     fn allowed_exceptions(&self) -> &'static [&'static str] {
         &[]
     }
+    /// Source files, relative to the checkout root, that define its properties: where a
+    /// report (SARIF, JUnit) points a finding at, by the line that names the property.
+    fn sources(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Every message kind (event name) its nodes can receive, for checking sets files;
     /// `None` when the system cannot say.
     fn message_kinds(&self) -> Option<Vec<&'static str>> {
