@@ -4,7 +4,10 @@
 //! reports from one [`report::HuntReport`]. `--shard K/N` splits the work deterministically;
 //! `flymc hunt merge` joins the shards' outputs.
 
+pub mod junit;
+pub mod locate;
 pub mod report;
+pub mod sarif;
 
 use std::path::{Path, PathBuf};
 
