@@ -1,1 +1,301 @@
-//! Being written.
+//! `flymc show`: a freshly found raft-sim path drawn as text and as SVG has every lane, an
+//! arrow or mark for every event and the violation; a real ZooKeeper path drawn as HTML and
+//! rendered by headless Chromium still has them after the browser parsed it; bad input is one
+//! line and exit 2.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{assert_one_line_error, flymc_in, path_file};
+use flymc_core::pathfile::PathFile;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+/// A raft-sim raft-bug path with a crash, a reboot and the state-machine-safety violation,
+/// found now by this flymc.
+fn raft_bug_path(dir: &Path) -> PathBuf {
+    let r = flymc_in(
+        dir,
+        &[
+            "run",
+            "--system",
+            "raft-sim",
+            "--workload",
+            "raft-bug",
+            "--strategy",
+            "random",
+            "--out",
+            "out",
+        ],
+    );
+    assert_eq!(r.code, 1, "the run finds the bug:\n{}", r.all());
+    path_file(&r, dir)
+}
+
+/// The checkout's recorded real ZooKeeper path (ZOOKEEPER-4643, 109 events, 3 nodes).
+fn zk_4643() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/paths/zookeeper-zk-4643.json")
+}
+
+/// The first word of a description as `Event::describe` writes it, and what that event is.
+fn kind_of(description: &str) -> &'static str {
+    let words: Vec<&str> = description.split(' ').collect();
+    match words.as_slice() {
+        ["crash", ..] => "crash",
+        ["reboot", ..] => "reboot",
+        ["client", ..] => "client",
+        ["timeout", name, ..] if name.starts_with("disk:") => "disk",
+        ["timeout", ..] => "timer",
+        [_, ends, ..] if ends.contains("->") => "message",
+        _ => "other",
+    }
+}
+
+#[test]
+fn text_has_every_lane_every_event_and_the_violation() {
+    let d = tmp();
+    let file = raft_bug_path(d.path());
+    let path = PathFile::load(&file).unwrap();
+    let r = flymc_in(d.path(), &["show", file.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.all());
+    let out = &r.stdout;
+    let header = out
+        .lines()
+        .find(|l| l.starts_with("step"))
+        .unwrap_or_else(|| panic!("no lane header in:\n{out}"));
+    for n in ["n0", "n1", "n2"] {
+        assert!(header.contains(n), "lane {n} missing from `{header}`");
+    }
+    let mut kinds = std::collections::BTreeSet::new();
+    for (step, e) in path.events.iter().enumerate() {
+        let prefix = format!("{step:>4}  ");
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&prefix) && l.ends_with(&e.description))
+            .unwrap_or_else(|| panic!("no row for step {step} ({}) in:\n{out}", e.description));
+        let lanes = &line[prefix.len()..line.len() - e.description.len()];
+        let kind = kind_of(&e.description);
+        kinds.insert(kind);
+        let want: &[&str] = match kind {
+            "crash" => &["X"],
+            "reboot" => &["R"],
+            "client" => &["C"],
+            "timer" => &["T"],
+            "disk" => &["D"],
+            "message" if e.description.contains(&self_send(&e.description)) => &["@"],
+            "message" => &["*", "-"],
+            _ => &[],
+        };
+        for w in want {
+            assert!(
+                lanes.contains(w),
+                "step {step} ({}) should draw `{w}`: `{line}`",
+                e.description
+            );
+        }
+        if kind == "message" && !lanes.contains('@') {
+            assert!(
+                lanes.contains('>') || lanes.contains('<'),
+                "no arrowhead at step {step}: `{line}`"
+            );
+        }
+    }
+    for k in ["crash", "reboot", "message"] {
+        assert!(kinds.contains(k), "the raft-bug path has a {k}: {kinds:?}");
+    }
+    let v = path.violation.as_ref().expect("the path violates");
+    assert!(
+        out.contains(&format!(
+            "VIOLATION after step {}: state-machine-safety",
+            v.step
+        )),
+        "{out}"
+    );
+    assert!(out.contains(&v.message), "{out}");
+    assert!(out.contains("initial state:"), "{out}");
+    // A crash shows the node going down under its row.
+    assert!(out.contains("n0: DOWN"), "{out}");
+}
+
+/// `nX->nX` for a description `NAME nA->nB ...`, so a self-send can be told apart.
+fn self_send(description: &str) -> String {
+    let ends = description.split(' ').nth(1).unwrap_or("");
+    match ends.split_once("->") {
+        Some((a, _)) => format!("{a}->{a}"),
+        None => String::from("\u{0}"),
+    }
+}
+
+#[test]
+fn svg_has_every_lane_a_row_per_event_and_the_violation() {
+    let d = tmp();
+    let file = raft_bug_path(d.path());
+    let path = PathFile::load(&file).unwrap();
+    let r = flymc_in(
+        d.path(),
+        &["show", "--format", "svg", file.to_str().unwrap()],
+    );
+    assert_eq!(r.code, 0, "{}", r.all());
+    let svg = r.stdout.trim();
+    assert!(svg.starts_with("<svg "), "{}", &svg[..svg.len().min(200)]);
+    assert!(svg.ends_with("</svg>"));
+    assert!(svg.contains(r#"id="flymc-seq-"#));
+    for n in ["n0", "n1", "n2"] {
+        assert!(
+            svg.contains(&format!(r#"class="fm-node" data-node="{n}""#)),
+            "lane {n}"
+        );
+    }
+    assert_eq!(
+        svg.matches(r#"<g class="fm-row""#).count(),
+        path.events.len()
+    );
+    let messages = path
+        .events
+        .iter()
+        .filter(|e| kind_of(&e.description) == "message")
+        .count();
+    assert!(svg.matches(r#"class="fm-head""#).count() >= messages);
+    assert!(svg.contains(r#"class="fm-crash""#), "a crash mark");
+    assert!(svg.contains("fm-reboot"), "a reboot mark");
+    assert!(
+        svg.contains(r#"<g class="fm-violation" data-property="state-machine-safety">"#),
+        "the violation box"
+    );
+    assert!(svg.contains("VIOLATION after step"));
+    // Hovers: the whole state of each node at least initially.
+    assert!(svg.contains("<title>n0 initially:"));
+    // `--out` writes the same drawing to a file.
+    let out = d.path().join("p.svg");
+    let r = flymc_in(
+        d.path(),
+        &[
+            "show",
+            "--format",
+            "svg",
+            "--out",
+            out.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.all());
+    assert!(r.stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(&out).unwrap().trim(), svg);
+}
+
+/// Run headless Chromium on `file`: the DOM after it parsed and laid out the page, and a
+/// screenshot at `png`. Fails (never skips) without Chromium.
+pub fn chromium(file: &Path, png: &Path) -> String {
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: run `bash .ci/run` (which installs it) to run this test"
+    );
+    let profile = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", file.display());
+    let run = |extra: &[&str]| {
+        let out = Command::new("timeout")
+            .arg("120")
+            .arg(CHROMIUM)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--window-size=1400,1600",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .args(extra)
+            .arg(&url)
+            .output()
+            .expect("chromium runs");
+        assert!(
+            out.status.success(),
+            "chromium failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let dom = run(&["--dump-dom"]);
+    run(&[&format!("--screenshot={}", png.display())]);
+    let size = std::fs::metadata(png).map(|m| m.len()).unwrap_or(0);
+    assert!(size > 10_000, "the screenshot is {size} bytes");
+    dom
+}
+
+#[test]
+fn html_of_a_real_zookeeper_path_renders_in_chromium() {
+    let d = tmp();
+    let page = d.path().join("zk-4643.html");
+    let zk = zk_4643();
+    let r = flymc_in(
+        d.path(),
+        &[
+            "show",
+            "--format",
+            "html",
+            "--out",
+            page.to_str().unwrap(),
+            zk.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.all());
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: nothing for the browser to fetch.
+    for external in ["<script", "<link", "src=", "@import", "url("] {
+        assert!(!html.contains(external), "the page refers to `{external}`");
+    }
+    let dom = chromium(&page, &d.path().join("zk-4643.png"));
+    let path = PathFile::load(&zk).unwrap();
+    assert_eq!(path.events.len(), 109);
+    for n in ["n0", "n1", "n2"] {
+        assert!(
+            dom.contains(&format!(r#"data-node="{n}" "#)),
+            "lane {n} not in the rendered DOM"
+        );
+    }
+    assert_eq!(
+        dom.matches(r#"<g class="fm-row""#).count(),
+        109,
+        "a row per event in the rendered DOM"
+    );
+    assert_eq!(
+        dom.matches(r#"<svg xmlns="http://www.w3.org/2000/svg" id="flymc-seq-"#)
+            .count(),
+        1
+    );
+    assert!(dom.contains(r#"<g class="fm-violation" data-property="acked-zxid-in-later-leaders">"#));
+    assert!(dom.contains("VIOLATION after step 108: acked-zxid-in-later-leaders"));
+    assert!(
+        dom.contains("was acknowledged to a client, but n0 leads epoch 3 without it in its log")
+    );
+    assert!(
+        dom.contains(r#"<table class="flymc-state">"#),
+        "the states at the violation"
+    );
+    assert!(dom.contains("n2 (down)"), "n2 is down at the violation");
+}
+
+#[test]
+fn a_missing_file_is_one_line_and_exit_2() {
+    let d = tmp();
+    let r = flymc_in(d.path(), &["show", "no-such-path.json"]);
+    assert_one_line_error(&r, "cannot read path file no-such-path.json");
+    assert!(r.stdout.is_empty());
+}
+
+#[test]
+fn a_json_file_that_is_not_a_path_is_one_line_and_exit_2() {
+    let d = tmp();
+    std::fs::write(d.path().join("other.json"), r#"{"hello": [1, 2]}"#).unwrap();
+    for format in ["text", "svg", "html"] {
+        let r = flymc_in(d.path(), &["show", "--format", format, "other.json"]);
+        assert_one_line_error(&r, "other.json is not a flymc path file");
+        assert!(r.stdout.is_empty());
+    }
+}

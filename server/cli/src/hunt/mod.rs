@@ -4,6 +4,7 @@
 //! reports from one [`report::HuntReport`]. `--shard K/N` splits the work deterministically;
 //! `flymc hunt merge` joins the shards' outputs.
 
+pub mod html;
 pub mod junit;
 pub mod locate;
 pub mod report;

@@ -91,7 +91,8 @@ impl Layout {
                 y += violation_h(d) + 8.0;
             }
         }
-        let lanes_end = y;
+        // The lanes end with the last row; the violation's box below it stands alone.
+        let lanes_end = row_y.last().map_or(HEADER_H, |y| y + ROW_H / 2.0);
         if violation_y.is_none() && d.violation.is_some() {
             violation_y = Some(y + 4.0);
             y += violation_h(d) + 8.0;
