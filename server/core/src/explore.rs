@@ -62,6 +62,9 @@ pub struct ExploreConfig {
     /// signal)? Then the exploration ends with [`ExploreError::Interrupted`], and a run that
     /// ended meanwhile is dropped (its nodes may have been killed under it).
     pub interrupted: Option<fn() -> bool>,
+    /// Hand out no new path once this instant has passed (a hunt's time budget); the paths
+    /// under way are finished and counted. Reaching it is not exhaustion.
+    pub deadline: Option<Instant>,
 }
 
 impl Default for ExploreConfig {
@@ -77,6 +80,7 @@ impl Default for ExploreConfig {
             keep_going: false,
             logs: None,
             interrupted: None,
+            deadline: None,
         }
     }
 }
@@ -275,7 +279,12 @@ pub fn explore_partial(
             if stop() {
                 return Err(ExploreError::Interrupted);
             }
+            let mut out_of_time = false;
             while outstanding.len() < jobs && cfg.max_paths.is_none_or(|m| handed < m) {
+                if cfg.deadline.is_some_and(|d| Instant::now() >= d) {
+                    out_of_time = true;
+                    break;
+                }
                 let Some(plan) = strategy.next_plan() else {
                     break;
                 };
@@ -291,7 +300,7 @@ pub fn explore_partial(
             let Some((path, plan)) = outstanding.pop_front() else {
                 // Nothing under way and nothing handed out: the budget is spent, or else the
                 // strategy has nothing left.
-                out.exhausted = cfg.max_paths.is_none_or(|m| out.paths < m);
+                out.exhausted = !out_of_time && cfg.max_paths.is_none_or(|m| out.paths < m);
                 return Ok(());
             };
             let done = loop {

@@ -17,6 +17,7 @@ mod portfolio;
 mod random;
 mod rdpor;
 mod samc;
+pub mod shard;
 pub mod sleep;
 
 use flymc_model::sets::SetsFile;
@@ -48,6 +49,7 @@ pub struct StrategyContext<'a> {
 }
 
 pub use flymc::FlymcOptions;
+pub use novelty::Novelty;
 
 impl<'a> StrategyContext<'a> {
     /// What `system` says for `workload` (its symmetry, fault variables), every FlyMC

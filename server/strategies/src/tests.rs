@@ -681,3 +681,68 @@ fn novelty_is_seeded_and_extends_prefixes_that_reached_new_abstract_states() {
     assert!(!next.prefix.is_empty() && next.prefix.len() < events.len());
     assert_eq!(next.prefix[..], events[..next.prefix.len()]);
 }
+
+/// Unique states of a dfs exploration of `w`, as shard `k` of `n` (or unsharded).
+fn dfs_states(w: &flymc_model::Workload, shard: Option<(u32, u32)>) -> (u64, bool, Vec<u64>) {
+    let mut ctx = StrategyContext::for_system(&TinySystem, w);
+    ctx.symmetry = Symmetry::none();
+    let mut s = build("dfs", &ctx).unwrap();
+    if let Some((k, n)) = shard {
+        s = Box::new(shard::Sharded::new(s, k, n));
+    }
+    let out = explore(
+        &TinySystem,
+        w,
+        s.as_mut(),
+        &ExploreConfig::default(),
+        &mut |_| {},
+    )
+    .unwrap();
+    let mut states: Vec<u64> = out.unique_states.into_iter().collect();
+    states.sort_unstable();
+    (out.paths, out.exhausted, states)
+}
+
+#[test]
+fn dfs_shards_together_reach_the_states_of_one_unsharded_search() {
+    let w = workload(
+        2,
+        "[[0, -1], [1, -1], [0, 1], [1, 0], [0, -1]]",
+        "[faults]\ncrashes = 1\nreboots = 1",
+    );
+    let (paths, exhausted, all) = dfs_states(&w, None);
+    assert!(exhausted);
+    for n in [2, 3, 4] {
+        let mut union = std::collections::BTreeSet::new();
+        let mut shard_paths = Vec::new();
+        for k in 0..n {
+            let (p, exhausted, states) = dfs_states(&w, Some((k, n)));
+            assert!(exhausted, "shard {k}/{n}");
+            shard_paths.push(p);
+            union.extend(states);
+        }
+        assert_eq!(
+            union.into_iter().collect::<Vec<_>>(),
+            all,
+            "{n} shards ({shard_paths:?} paths) against one search ({paths} paths)"
+        );
+        // Each shard runs a share, not everything.
+        assert!(
+            shard_paths.iter().all(|p| *p < paths),
+            "{shard_paths:?} vs {paths}"
+        );
+    }
+}
+
+#[test]
+fn a_deadline_stops_handing_out_paths_without_claiming_exhaustion() {
+    let w = workload(2, "[[0, -1], [1, -1], [1, -1]]", "");
+    let ctx = StrategyContext::for_system(&TinySystem, &w);
+    let mut s = build("dfs", &ctx).unwrap();
+    let cfg = ExploreConfig {
+        deadline: Some(std::time::Instant::now()),
+        ..Default::default()
+    };
+    let out = explore(&TinySystem, &w, s.as_mut(), &cfg, &mut |_| {}).unwrap();
+    assert_eq!((out.paths, out.exhausted), (0, false));
+}
