@@ -112,13 +112,15 @@ pub struct FindingReport {
     pub location: Option<SourceLocation>,
 }
 
-/// What makes two findings the same bug: the system, the property and the abstract events
-/// just before the violation (kinds and names, nodes left out).
+/// What makes two findings the same bug: the system, the property and the violation's message
+/// abstracted; with the abstract events just before it to show (see [`super::signature`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Signature {
     pub system: String,
     pub property: String,
     pub events: Vec<String>,
+    /// The violation's message with its numbers left out.
+    pub message: String,
 }
 
 /// A place in the source tree, relative to the checkout (SARIF's `SRCROOT`).

@@ -1,0 +1,104 @@
+//! The persistent corpus of findings a hunt starts from and adds to: one folder per finding,
+//! named by its signature's id, holding `finding.json` (what it is, when it was seen, whether
+//! it is open or fixed) and `path.json` (a path that shows it).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::report::Signature;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Open,
+    Fixed,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Entry {
+    pub id: String,
+    pub signature: Signature,
+    pub system: String,
+    pub workload: String,
+    pub kind: String,
+    pub message: String,
+    pub state: State,
+    pub first_seen: String,
+    pub last_seen: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed_since: Option<String>,
+    pub strategy: String,
+    pub seed: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    #[error("cannot read the corpus at {0}: {1}")]
+    Read(String, std::io::Error),
+    #[error("{0} is not a corpus finding ({1}); remove it or point --corpus elsewhere")]
+    Bad(String, String),
+    #[error("cannot write to the corpus at {0}: {1}")]
+    Write(String, std::io::Error),
+}
+
+pub struct Corpus {
+    pub dir: PathBuf,
+    /// By id.
+    pub entries: BTreeMap<String, Entry>,
+}
+
+impl Corpus {
+    /// The corpus at `dir`; empty when the folder does not exist yet.
+    pub fn load(dir: &Path) -> Result<Corpus, CorpusError> {
+        let mut entries = BTreeMap::new();
+        let read = |e: std::io::Error| CorpusError::Read(dir.display().to_string(), e);
+        if dir.exists() {
+            for item in std::fs::read_dir(dir).map_err(read)? {
+                let item = item.map_err(read)?;
+                let file = item.path().join("finding.json");
+                if !item.path().is_dir() || !file.is_file() {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&file).map_err(read)?;
+                let entry: Entry = serde_json::from_str(&text)
+                    .map_err(|e| CorpusError::Bad(file.display().to_string(), e.to_string()))?;
+                entries.insert(entry.id.clone(), entry);
+            }
+        }
+        Ok(Corpus {
+            dir: dir.to_path_buf(),
+            entries,
+        })
+    }
+
+    pub fn path_file(&self, id: &str) -> PathBuf {
+        self.dir.join(id).join("path.json")
+    }
+
+    /// Store `entry`, and its path file copied from `path` when given.
+    pub fn put(&mut self, entry: Entry, path: Option<&Path>) -> Result<(), CorpusError> {
+        let folder = self.dir.join(&entry.id);
+        let write = |e: std::io::Error| CorpusError::Write(folder.display().to_string(), e);
+        std::fs::create_dir_all(&folder).map_err(write)?;
+        if let Some(path) = path.filter(|p| *p != self.path_file(&entry.id)) {
+            atomic_copy(path, &self.path_file(&entry.id)).map_err(write)?;
+        }
+        let text = serde_json::to_string_pretty(&entry).expect("an entry serializes") + "\n";
+        atomic_write(&folder.join("finding.json"), text.as_bytes()).map_err(write)?;
+        self.entries.insert(entry.id.clone(), entry);
+        Ok(())
+    }
+}
+
+/// Write through a temporary file and a rename, so a reader never sees half a file.
+pub fn atomic_write(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, file)
+}
+
+pub fn atomic_copy(from: &Path, to: &Path) -> std::io::Result<()> {
+    atomic_write(to, &std::fs::read(from)?)
+}

@@ -1,0 +1,60 @@
+//! Replaying the corpus first: does each known finding's path still violate its property on
+//! today's build? The path's events are re-executed in order on the workload as it is now
+//! (not the file the path was recorded with: the point is to run the new build), and the
+//! answer is only whether the same property fails. States are not compared, since a fix
+//! changes them.
+
+use flymc_core::executor::Executor;
+use flymc_core::pathfile::PathFile;
+use flymc_core::plan::{Plan, Tail};
+use flymc_core::run::Ending;
+use flymc_model::{System, Workload};
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The same property failed.
+    Violates,
+    /// It did not: `why` says how the path went instead.
+    Passes { why: String },
+}
+
+pub fn recheck(
+    path: &PathFile,
+    system: &dyn System,
+    workload: &Workload,
+) -> anyhow::Result<Verdict> {
+    let property = path
+        .violation
+        .as_ref()
+        .map(|v| v.property.clone())
+        .ok_or_else(|| anyhow::anyhow!("the corpus path shows no violation"))?;
+    let mut target = system
+        .target(workload)
+        .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", system.name()))?;
+    let plan = Plan {
+        prefix: path.event_ids(),
+        tail: Tail::Stop,
+        strict: true,
+        sleep: Vec::new(),
+        sleep_at: 0,
+    };
+    let run = Executor::new(system, workload).run(target.as_mut(), &plan, None)?;
+    Ok(match (&run.violation, &run.ending) {
+        (Some(v), _) if v.property == property => Verdict::Violates,
+        (Some(v), _) => Verdict::Passes {
+            why: format!("it now violates {} instead: {}", v.property, v.message),
+        },
+        (None, Ending::Diverged { step, .. }) => Verdict::Passes {
+            why: format!(
+                "the path no longer applies: its event {} ({}) was not enabled",
+                step + 1,
+                path.events
+                    .get(*step)
+                    .map_or("?", |e| e.description.as_str())
+            ),
+        },
+        (None, _) => Verdict::Passes {
+            why: format!("all {} events ran, {property} held", run.steps.len()),
+        },
+    })
+}
