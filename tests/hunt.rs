@@ -1,1 +1,358 @@
-//! Being written.
+//! `flymc hunt` across nights: a finding is new, then known, then fixed when the build is
+//! fixed, then regressed when the bug comes back; shards joined by `hunt merge` equal one
+//! unsharded hunt; bad input is one line and exit 2.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{assert_one_line_error, flymc_in, workloads, Ran};
+use serde_json::Value;
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+fn hunt_json(out: &Path) -> Value {
+    let text = std::fs::read_to_string(out.join("hunt.json")).expect("hunt.json written");
+    serde_json::from_str(&text).expect("hunt.json is JSON")
+}
+
+/// (status, id) of every finding.
+fn findings(report: &Value) -> Vec<(String, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["status"].as_str().unwrap().to_string(),
+                f["id"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The corpus's findings: id and state.
+fn corpus(dir: &Path) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let f = e.unwrap().path();
+            assert!(f.join("path.json").is_file(), "{} has no path", f.display());
+            let v: Value =
+                serde_json::from_str(&std::fs::read_to_string(f.join("finding.json")).unwrap())
+                    .unwrap();
+            (
+                v["id"].as_str().unwrap().to_string(),
+                v["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// A copy of the raft-sim workloads whose raft-bug runs `variant`.
+fn workloads_with(dir: &Path, variant: &str) -> PathBuf {
+    let wl = dir.join("workloads");
+    std::fs::create_dir_all(wl.join("raft-sim")).unwrap();
+    let text = std::fs::read_to_string(workloads().join("raft-sim/raft-bug.toml")).unwrap();
+    let text = text.replace(
+        "variant = \"bug-apply-before-match\"",
+        &format!("variant = \"{variant}\""),
+    );
+    // The fixed code violates nothing, so it expects nothing.
+    let text = if variant == "fixed" {
+        text.lines()
+            .filter(|l| !l.starts_with("expect"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        text
+    };
+    std::fs::write(wl.join("raft-sim/raft-bug.toml"), text).unwrap();
+    wl
+}
+
+fn night(dir: &Path, variant: &str, out: &str) -> Ran {
+    let wl = workloads_with(dir, variant);
+    flymc_in(
+        dir,
+        &[
+            "--workloads",
+            wl.to_str().unwrap(),
+            "hunt",
+            "--system",
+            "raft-sim",
+            "--workload",
+            "raft-bug",
+            "--strategy",
+            "random",
+            "--seeds",
+            "3",
+            "--budget",
+            "300paths",
+            "--corpus",
+            "corpus",
+            "--out",
+            out,
+        ],
+    )
+}
+
+#[test]
+fn a_finding_is_new_then_known_then_fixed_then_regressed() {
+    let d = tmp();
+    let dir = d.path();
+
+    let r = night(dir, "bug-apply-before-match", "n1");
+    assert_eq!(r.code, 1, "new findings fail the hunt:\n{}", r.all());
+    let first = findings(&hunt_json(&dir.join("n1")));
+    assert_eq!(
+        first.len(),
+        1,
+        "one bug, one finding: {first:?}\n{}",
+        r.all()
+    );
+    assert_eq!(first[0].0, "new");
+    let id = first[0].1.clone();
+    assert_eq!(corpus(&dir.join("corpus")), [(id.clone(), "open".into())]);
+    assert!(r.stdout.contains(&format!("NEW {id}")), "{}", r.stdout);
+    for report in ["hunt.json", "junit.xml", "results.sarif", "report.html"] {
+        assert!(dir.join("n1").join(report).is_file(), "{report}");
+    }
+
+    // The same build again: the corpus path still violates, exploration finds it again.
+    let r = night(dir, "bug-apply-before-match", "n2");
+    assert_eq!(
+        r.code,
+        0,
+        "known findings do not fail the hunt:\n{}",
+        r.all()
+    );
+    assert_eq!(
+        findings(&hunt_json(&dir.join("n2"))),
+        [("known".into(), id.clone())]
+    );
+    assert!(r.stdout.contains("still violates"), "{}", r.stdout);
+
+    // The fix: its path no longer violates, and exploration finds nothing.
+    let r = night(dir, "fixed", "n3");
+    assert_eq!(r.code, 0, "{}", r.all());
+    assert_eq!(
+        findings(&hunt_json(&dir.join("n3"))),
+        [("fixed".into(), id.clone())]
+    );
+    assert_eq!(corpus(&dir.join("corpus")), [(id.clone(), "fixed".into())]);
+
+    // The bug is back.
+    let r = night(dir, "bug-apply-before-match", "n4");
+    assert_eq!(r.code, 1, "a regression fails the hunt:\n{}", r.all());
+    assert_eq!(
+        findings(&hunt_json(&dir.join("n4"))),
+        [("regressed".into(), id.clone())]
+    );
+    assert_eq!(corpus(&dir.join("corpus")), [(id.clone(), "open".into())]);
+    // Only regressions fail it under --fail-on regressed; nothing under it on a known one.
+    let wl = workloads_with(dir, "bug-apply-before-match");
+    let r = flymc_in(
+        dir,
+        &[
+            "--workloads",
+            wl.to_str().unwrap(),
+            "hunt",
+            "--system",
+            "raft-sim",
+            "--workload",
+            "raft-bug",
+            "--strategy",
+            "random",
+            "--seeds",
+            "1",
+            "--budget",
+            "10paths",
+            "--corpus",
+            "corpus",
+            "--out",
+            "n5",
+            "--fail-on",
+            "regressed",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.all());
+    assert_eq!(
+        findings(&hunt_json(&dir.join("n5"))),
+        [("known".into(), id)]
+    );
+}
+
+/// `flymc hunt ARGS --out OUT --corpus CORPUS` in `dir`, where the unsharded hunts and the
+/// shards each have their corpus (the unsharded one adds its findings to its corpus).
+fn hunt(dir: &Path, args: &[&str], out: &str) -> Value {
+    let corpus = if args.contains(&"--shard") {
+        "shards-corpus"
+    } else {
+        "corpus"
+    };
+    let mut all: Vec<&str> = vec!["hunt"];
+    all.extend(args);
+    all.extend(["--out", out, "--corpus", corpus]);
+    let r = flymc_in(dir, &all);
+    assert!(r.code == 0 || r.code == 1, "{}", r.all());
+    hunt_json(&dir.join(out))
+}
+
+fn merge(dir: &Path, shards: &[String], out: &str) -> Value {
+    let mut all: Vec<&str> = vec!["hunt", "merge", "--out", out, "--corpus", "shards-corpus"];
+    all.extend(shards.iter().map(String::as_str));
+    let r = flymc_in(dir, &all);
+    assert!(r.code == 0 || r.code == 1, "{}", r.all());
+    hunt_json(&dir.join(out))
+}
+
+fn workload_field(report: &Value, field: &str) -> Value {
+    report["workloads"][0][field].clone()
+}
+
+#[test]
+fn shards_merged_equal_one_unsharded_hunt() {
+    let d = tmp();
+    let dir = d.path();
+    // A systematic search run to exhaustion, split by its first branches.
+    let args = [
+        "--system",
+        "raft-sim",
+        "--workload",
+        "raft-2",
+        "--strategy",
+        "dfs",
+        "--budget",
+        "100000paths",
+    ];
+    let one = hunt(dir, &args, "one");
+    let n = 3;
+    let shards: Vec<String> = (0..n)
+        .map(|k| {
+            let out = format!("dfs{k}");
+            let shard = format!("{k}/{n}");
+            let mut a = args.to_vec();
+            a.extend(["--shard", &shard]);
+            let r = hunt(dir, &a, &out);
+            assert_eq!(r["shard"], serde_json::json!([k, n]));
+            assert_eq!(workload_field(&r, "exhausted"), true);
+            out
+        })
+        .collect();
+    let joined = merge(dir, &shards, "dfs-merged");
+    assert_eq!(workload_field(&one, "exhausted"), true);
+    assert_eq!(workload_field(&joined, "exhausted"), true);
+    assert_eq!(
+        workload_field(&joined, "unique_states"),
+        workload_field(&one, "unique_states"),
+        "the shards together reach the states one search reaches"
+    );
+
+    // A randomized strategy, split by seeds: the same seeds, the same findings.
+    let args = [
+        "--system",
+        "raft-sim",
+        "--workload",
+        "raft-bug",
+        "--strategy",
+        "random",
+        "--seeds",
+        "4",
+        "--budget",
+        "200paths",
+    ];
+    let one = hunt(dir, &args, "rnd");
+    let shards: Vec<String> = (0..2)
+        .map(|k| {
+            let out = format!("rnd{k}");
+            let shard = format!("{k}/2");
+            let mut a = args.to_vec();
+            a.extend(["--shard", &shard]);
+            let r = hunt(dir, &a, &out);
+            assert_eq!(workload_field(&r, "seeds"), serde_json::json!([k, k + 2]));
+            out
+        })
+        .collect();
+    let joined = merge(dir, &shards, "rnd-merged");
+    assert_eq!(
+        workload_field(&joined, "seeds"),
+        serde_json::json!([0, 1, 2, 3])
+    );
+    assert_eq!(
+        workload_field(&joined, "paths"),
+        workload_field(&one, "paths")
+    );
+    assert_eq!(findings(&joined), findings(&one));
+    assert!(
+        !findings(&one).is_empty(),
+        "raft-bug's bug is found within 4 x 200 paths"
+    );
+    // The merge, not the shards, files the findings in the corpus.
+    assert_eq!(
+        corpus(&dir.join("shards-corpus")),
+        corpus(&dir.join("corpus"))
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let d = tmp();
+    let dir = d.path();
+    std::fs::write(
+        dir.join("hunt.toml"),
+        "version = 1\nbudget = \"1m\"\n\n[[target]]\nsystm = \"raft-sim\"\n",
+    )
+    .unwrap();
+    assert_one_line_error(&flymc_in(dir, &["hunt", "hunt.toml"]), "hunt.toml:5:1");
+    assert_one_line_error(
+        &flymc_in(dir, &["hunt", "--system", "raft-sim"]),
+        "no budget",
+    );
+    assert_one_line_error(
+        &flymc_in(
+            dir,
+            &["hunt", "--system", "raft-sim", "--budget", "5 fortnights"],
+        ),
+        "budget `5 fortnights`",
+    );
+    assert_one_line_error(
+        &flymc_in(
+            dir,
+            &[
+                "hunt", "--system", "raft-sim", "--budget", "1m", "--shard", "4/4",
+            ],
+        ),
+        "--shard `4/4` is not K/N",
+    );
+    assert_one_line_error(
+        &flymc_in(
+            dir,
+            &[
+                "hunt",
+                "--system",
+                "raft-sim",
+                "--budget",
+                "1m",
+                "--strategy",
+                "mdpor",
+                "--shard",
+                "0/2",
+            ],
+        ),
+        "--shard cannot split `mdpor`",
+    );
+    assert_one_line_error(
+        &flymc_in(dir, &["hunt", "--system", "mongo", "--budget", "1m"]),
+        "unknown system `mongo`",
+    );
+    assert_one_line_error(
+        &flymc_in(dir, &["hunt", "merge", "--out", "m", "nowhere"]),
+        "is nowhere the output folder of a `flymc hunt` run?",
+    );
+    assert!(!dir.join("m").join("hunt.json").exists());
+}

@@ -286,11 +286,20 @@ fn resolve(
                     .join(", ")
             );
         }
+        // The system first, so that a misspelt one is named as such.
+        systems::find_with(&t.system, options)?;
         let names = if t.workloads.is_empty() {
             workloads::names(folder, &t.system)
         } else {
             t.workloads.clone()
         };
+        if names.is_empty() {
+            anyhow::bail!(
+                "{} has no workloads under {}: add some or pass --workloads DIR",
+                t.system,
+                folder.join(&t.system).display()
+            );
+        }
         for name in names {
             let system = systems::find_with(&t.system, options)?;
             let workload = workloads::load(folder, system.name(), &name)?;
