@@ -85,7 +85,7 @@ pub fn run(
                         out.display()
                     )
                 })?;
-                let file = std::path::absolute(&file).unwrap_or(file);
+                let file = std::fs::canonicalize(&file).unwrap_or(file);
                 f.replay = format!("flymc replay {}", file.display());
                 f.path_file = file;
                 findings.insert(f.id.clone(), f);

@@ -441,7 +441,7 @@ fn classify_all(
                 (PathFile::load(&file)?, file)
             }
         };
-        let file = std::path::absolute(&file).unwrap_or(file);
+        let file = std::fs::canonicalize(&file).unwrap_or(file);
         findings.extend(classify::report(id, status, &path, &file, first_seen));
     }
     Ok(findings)
