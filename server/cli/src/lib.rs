@@ -6,10 +6,12 @@
 //! system under `integrations/`.
 
 pub mod bench;
+pub mod debug;
 pub mod demo;
 pub mod hookbench;
 pub mod hunt;
 pub mod progress;
 pub mod show;
+pub mod shrink;
 pub mod summary;
 pub mod systems;

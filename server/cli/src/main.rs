@@ -60,6 +60,12 @@ enum Command {
     /// Draw a path file as a sequence diagram: a lane per node, arrows for messages, marks for
     /// timers, crashes, reboots and the violation.
     Show(flymc::show::ShowArgs),
+    /// Shrink a violating path (delta debugging): drop faults, undo reorderings and drop client
+    /// requests while the same property still fails; writes the shrunk path beside it.
+    Shrink(flymc::shrink::ShrinkArgs),
+    /// Step through a path on the real or simulated target (MaceMC's Mdb): step, back, jump,
+    /// state, diff, events, filter.
+    Debug(flymc::debug::DebugArgs),
     /// A bug-hunting campaign for CI: replay the corpus's known findings, explore to a budget,
     /// write JUnit, SARIF, JSON and HTML reports (`flymc hunt merge` joins shards).
     Hunt(flymc::hunt::HuntArgs),
@@ -331,6 +337,8 @@ fn dispatch(cli: Cli) -> Result<u8> {
         }
         Command::Bench(args) => bench(args, folder),
         Command::Show(args) => flymc::show::run(&args),
+        Command::Shrink(args) => flymc::shrink::run(&args, folder),
+        Command::Debug(args) => flymc::debug::run(&args, folder),
         Command::Hunt(args) => flymc::hunt::run(args, folder),
         Command::Analyze(args) => analyze(args),
         Command::Systems => {
