@@ -356,3 +356,73 @@ fn bad_input_is_one_line_and_exit_2() {
     );
     assert!(!dir.join("m").join("hunt.json").exists());
 }
+
+#[test]
+fn a_hunt_over_the_simulated_systems_writes_four_reports_that_validate_and_render() {
+    let d = tmp();
+    let dir = d.path();
+    let campaign = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hunts/sims.toml");
+    // hunts/sims.toml's budget is 120 s; CI runs it shorter beside the other tests.
+    let r = flymc_in(
+        dir,
+        &[
+            "hunt",
+            campaign.to_str().unwrap(),
+            "--budget",
+            "45s",
+            "--corpus",
+            "corpus",
+            "--out",
+            "out",
+        ],
+    );
+    assert_eq!(
+        r.code,
+        1,
+        "the simulated bugs are new findings:\n{}",
+        r.all()
+    );
+    let out = dir.join("out");
+    let report = hunt_json(&out);
+    let found = findings(&report);
+    assert!(found.len() >= 2, "{found:?}");
+    assert!(found.iter().all(|(s, _)| s == "new"));
+    let workloads = report["workloads"].as_array().unwrap();
+    assert_eq!(
+        workloads.len(),
+        16,
+        "every workload of the three simulated systems"
+    );
+    assert!(workloads.iter().all(|w| w["paths"].as_u64().unwrap() > 0));
+
+    common::reports::validate_junit(&out.join("junit.xml")).expect("JUnit valid");
+    common::reports::validate_sarif(&out.join("results.sarif")).expect("SARIF valid");
+    assert_eq!(
+        common::reports::xpath(&out.join("junit.xml"), "count(//testcase)"),
+        "16"
+    );
+    assert_eq!(
+        common::reports::xpath(&out.join("junit.xml"), "count(//failure)"),
+        found.len().to_string()
+    );
+    let sarif: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.sarif")).unwrap()).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), found.len());
+    assert!(
+        results.iter().all(
+            |r| r["locations"][0]["physicalLocation"]["region"]["startLine"].as_u64() > Some(0)
+        ),
+        "every simulated property is located at its source"
+    );
+
+    let dom = common::reports::chromium(&out.join("report.html"), &dir.join("report.png"));
+    assert_eq!(
+        dom.matches(r#"id="flymc-seq-"#).count(),
+        found.len(),
+        "one diagram per finding"
+    );
+    for (_, id) in &found {
+        assert!(dom.contains(&format!(r#"id="finding-{id}""#)), "{id}");
+    }
+}

@@ -6,15 +6,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use common::reports::chromium;
 use common::{flymc_in, path_file};
 use flymc::hunt::report::{
     CoveragePoint, FindingReport, HuntReport, Signature, Status, WorkloadReport,
 };
 use flymc_core::pathfile::PathFile;
-
-const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// A path file `flymc run` finds now, with its violation's property, message and step.
 fn found(dir: &Path, system: &str, workload: &str, strategy: &str) -> (PathBuf, PathFile) {
@@ -94,45 +92,6 @@ fn report(workloads: Vec<WorkloadReport>, findings: Vec<FindingReport>) -> HuntR
         workloads,
         findings,
     }
-}
-
-/// The DOM headless Chromium built from `file`, and a screenshot of it at `png`. Fails (never
-/// skips) without Chromium.
-fn chromium(file: &Path, png: &Path) -> String {
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: run `bash .ci/run` (which installs it) to run this test"
-    );
-    let profile = tempfile::tempdir().unwrap();
-    let url = format!("file://{}", file.display());
-    let run = |extra: &[&str]| {
-        let out = Command::new("timeout")
-            .arg("120")
-            .arg(CHROMIUM)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--window-size=1400,2400",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .args(extra)
-            .arg(&url)
-            .output()
-            .expect("chromium runs");
-        assert!(
-            out.status.success(),
-            "chromium failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let dom = run(&["--dump-dom"]);
-    run(&[&format!("--screenshot={}", png.display())]);
-    let size = std::fs::metadata(png).map(|m| m.len()).unwrap_or(0);
-    assert!(size > 10_000, "the screenshot is {size} bytes");
-    dom
 }
 
 #[test]

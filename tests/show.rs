@@ -6,12 +6,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+use common::reports::chromium;
 use common::{assert_one_line_error, flymc_in, path_file};
 use flymc_core::pathfile::PathFile;
-
-const CHROMIUM: &str = "/usr/bin/chromium";
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
@@ -187,45 +185,6 @@ fn svg_has_every_lane_a_row_per_event_and_the_violation() {
     assert_eq!(r.code, 0, "{}", r.all());
     assert!(r.stdout.is_empty());
     assert_eq!(std::fs::read_to_string(&out).unwrap().trim(), svg);
-}
-
-/// Run headless Chromium on `file`: the DOM after it parsed and laid out the page, and a
-/// screenshot at `png`. Fails (never skips) without Chromium.
-pub fn chromium(file: &Path, png: &Path) -> String {
-    assert!(
-        Path::new(CHROMIUM).exists(),
-        "{CHROMIUM} is missing: run `bash .ci/run` (which installs it) to run this test"
-    );
-    let profile = tempfile::tempdir().unwrap();
-    let url = format!("file://{}", file.display());
-    let run = |extra: &[&str]| {
-        let out = Command::new("timeout")
-            .arg("120")
-            .arg(CHROMIUM)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--window-size=1400,1600",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .args(extra)
-            .arg(&url)
-            .output()
-            .expect("chromium runs");
-        assert!(
-            out.status.success(),
-            "chromium failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let dom = run(&["--dump-dom"]);
-    run(&[&format!("--screenshot={}", png.display())]);
-    let size = std::fs::metadata(png).map(|m| m.len()).unwrap_or(0);
-    assert!(size > 10_000, "the screenshot is {size} bytes");
-    dom
 }
 
 #[test]

@@ -7,19 +7,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::report::{FindingReport, HuntReport, Status, WorkloadReport};
-
-/// Whether a finding with `status` makes the hunt fail under `fail_on` (`new`, `regressed`
-/// or `any`): `new` fails on new and regressed findings, `regressed` on regressed ones only,
-/// `any` on every finding that still violates (all but fixed ones).
-pub fn fails(fail_on: &str, status: Status) -> bool {
-    match status {
-        Status::Regressed => true,
-        Status::New => fail_on != "regressed",
-        Status::Known => fail_on == "any",
-        Status::Fixed => false,
-    }
-}
+use super::report::{FindingReport, HuntReport, WorkloadReport};
 
 /// Writes `report` to `file` as JUnit XML.
 pub fn write(report: &HuntReport, file: &Path) -> std::io::Result<()> {
@@ -40,7 +28,7 @@ impl Case<'_> {
         self.findings
             .iter()
             .copied()
-            .filter(move |f| fails(fail_on, f.status))
+            .filter(move |f| super::classify::fails(fail_on, f.status))
     }
     fn error(&self) -> Option<&str> {
         self.stats.and_then(|w| w.error.as_deref())
@@ -240,7 +228,11 @@ fn out(case: &Case, fail_on: &str) -> String {
             case.system, case.workload
         );
     }
-    for f in case.findings.iter().filter(|f| !fails(fail_on, f.status)) {
+    for f in case
+        .findings
+        .iter()
+        .filter(|f| !super::classify::fails(fail_on, f.status))
+    {
         let _ = write!(
             o,
             "\n{} finding {}: {}: {}\n{}",
@@ -304,6 +296,7 @@ fn escape(s: &str, attribute: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hunt::report::Status;
 
     #[test]
     fn fail_on_decides_which_findings_fail() {
@@ -311,7 +304,7 @@ mod tests {
         let failing = |on| {
             [New, Regressed, Known, Fixed]
                 .into_iter()
-                .filter(|s| fails(on, *s))
+                .filter(|s| super::classify::fails(on, *s))
                 .collect::<Vec<_>>()
         };
         assert_eq!(failing("new"), [New, Regressed]);
