@@ -76,29 +76,29 @@ fn workloads_with(dir: &Path, variant: &str) -> PathBuf {
 }
 
 fn night(dir: &Path, variant: &str, out: &str) -> Ran {
+    night_with(dir, variant, out, &["--seeds", "3", "--budget", "300paths"])
+}
+
+/// A hunt on raft-sim's raft-bug running `variant`, with the corpus of the nights before.
+fn night_with(dir: &Path, variant: &str, out: &str, args: &[&str]) -> Ran {
     let wl = workloads_with(dir, variant);
-    flymc_in(
-        dir,
-        &[
-            "--workloads",
-            wl.to_str().unwrap(),
-            "hunt",
-            "--system",
-            "raft-sim",
-            "--workload",
-            "raft-bug",
-            "--strategy",
-            "random",
-            "--seeds",
-            "3",
-            "--budget",
-            "300paths",
-            "--corpus",
-            "corpus",
-            "--out",
-            out,
-        ],
-    )
+    let mut all = vec![
+        "--workloads",
+        wl.to_str().unwrap(),
+        "hunt",
+        "--system",
+        "raft-sim",
+        "--workload",
+        "raft-bug",
+        "--strategy",
+        "random",
+        "--corpus",
+        "corpus",
+        "--out",
+        out,
+    ];
+    all.extend(args);
+    flymc_in(dir, &all)
 }
 
 #[test]
@@ -155,27 +155,15 @@ fn a_finding_is_new_then_known_then_fixed_then_regressed() {
     );
     assert_eq!(corpus(&dir.join("corpus")), [(id.clone(), "open".into())]);
     // Only regressions fail it under --fail-on regressed; nothing under it on a known one.
-    let wl = workloads_with(dir, "bug-apply-before-match");
-    let r = flymc_in(
+    let r = night_with(
         dir,
+        "bug-apply-before-match",
+        "n5",
         &[
-            "--workloads",
-            wl.to_str().unwrap(),
-            "hunt",
-            "--system",
-            "raft-sim",
-            "--workload",
-            "raft-bug",
-            "--strategy",
-            "random",
             "--seeds",
             "1",
             "--budget",
             "10paths",
-            "--corpus",
-            "corpus",
-            "--out",
-            "n5",
             "--fail-on",
             "regressed",
         ],
