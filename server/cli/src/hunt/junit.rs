@@ -304,7 +304,7 @@ mod tests {
         let failing = |on| {
             [New, Regressed, Known, Fixed]
                 .into_iter()
-                .filter(|s| super::classify::fails(on, *s))
+                .filter(|s| crate::hunt::classify::fails(on, *s))
                 .collect::<Vec<_>>()
         };
         assert_eq!(failing("new"), [New, Regressed]);
