@@ -46,6 +46,7 @@ fn finding(id: &str, status: Status, file: &Path, path: &PathFile) -> FindingRep
             property: v.property.clone(),
             events: vec!["message:append_entries".into()],
             message: v.message.clone(),
+            workload: None,
         },
         system: path.system.clone(),
         workload: path.workload.name.clone(),

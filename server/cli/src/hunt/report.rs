@@ -119,8 +119,12 @@ pub struct Signature {
     pub system: String,
     pub property: String,
     pub events: Vec<String>,
-    /// The violation's message with its numbers left out.
+    /// The violation's message with its numbers left out (safety), empty for liveness.
     pub message: String,
+    /// The workload, for liveness findings: their message describes the state a run ended in,
+    /// which differs from run to run, so the workload stands in for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
 }
 
 /// A place in the source tree, relative to the checkout (SARIF's `SRCROOT`).

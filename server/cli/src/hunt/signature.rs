@@ -3,6 +3,10 @@
 //! "n0 applied y but n1 applied x" are one). Two orders that end in the same broken invariant
 //! the same way are the same bug; the terms, ballots and node numbers they reached are not.
 //!
+//! A liveness finding is judged on the state a run ended in, which its message describes: its
+//! identity is the system, the property and the workload (a real ZooKeeper hunt filed one
+//! election that never settles nine times by message).
+//!
 //! The signature also carries the abstract events just before the violation (kind and name,
 //! without nodes or payload), to show, but they are not part of its identity: the last event
 //! is often one that merely happened to run concurrently (a `cass-5` hunt filed one replica
@@ -19,27 +23,41 @@ pub const EVENTS: usize = 3;
 
 pub fn of(path: &PathFile) -> Option<Signature> {
     let v = path.violation.as_ref()?;
-    let events = match v.kind {
-        PropertyKind::Liveness => Vec::new(),
+    Some(match v.kind {
+        // Judged on the state a run ended in, after a fair continuation: the message describes
+        // that state and the last events are the continuation's, so neither names the bug.
+        PropertyKind::Liveness => Signature {
+            system: path.system.clone(),
+            property: v.property.clone(),
+            events: Vec::new(),
+            message: String::new(),
+            workload: Some(path.workload.name.clone()),
+        },
         PropertyKind::Safety => {
             let end = (v.step + 1).min(path.events.len());
-            path.events[end.saturating_sub(EVENTS)..end]
-                .iter()
-                .map(|e| abstract_event(&e.description))
-                .collect()
+            Signature {
+                system: path.system.clone(),
+                property: v.property.clone(),
+                events: path.events[end.saturating_sub(EVENTS)..end]
+                    .iter()
+                    .map(|e| abstract_event(&e.description))
+                    .collect(),
+                message: bag_of_words(&v.message),
+                workload: None,
+            }
         }
-    };
-    Some(Signature {
-        system: path.system.clone(),
-        property: v.property.clone(),
-        events,
-        message: bag_of_words(&v.message),
     })
 }
 
 /// The finding's name: 16 hex digits of the signature's identity (not its events).
 pub fn id(s: &Signature) -> String {
-    let text = format!("{}\u{0}{}\u{0}{}", s.system, s.property, s.message);
+    let text = format!(
+        "{}\u{0}{}\u{0}{}\u{0}{}",
+        s.system,
+        s.property,
+        s.message,
+        s.workload.as_deref().unwrap_or("")
+    );
     format!("{:016x}", stable_hash(text.as_bytes()))
 }
 
@@ -108,6 +126,7 @@ mod tests {
             property: "p".into(),
             events: vec!["crash n#".into()],
             message: "m".into(),
+            workload: None,
         };
         let mut b = a.clone();
         b.events = vec!["reboot".into()];
