@@ -7,7 +7,8 @@
 //! Exit codes, as `flymc replay`'s: 1 the shrunk path was written and replays, reproducing the
 //! violation; 2 an error a user can cause (no such file, a path without a violation, a workload
 //! of another system, a path that no longer violates when re-executed), on one line; 3 no
-//! shrunk path replays (the target did not repeat itself), nothing written.
+//! shrunk path replays (the target did not repeat itself), nothing written. Ctrl-C stops it
+//! between runs, with nothing written, and flymc exits as on any signal.
 
 mod candidates;
 mod ddmin;
@@ -77,6 +78,11 @@ pub fn run(args: &ShrinkArgs, folder: Option<&Path>) -> Result<u8> {
     let (changes, history) = (shrinker.changes, shrinker.history);
     let runs = trials.runs;
     let halt = trials.halt;
+    if halt == Some(Halt::Interrupted) {
+        // The nodes were killed under the last run, so nothing could be checked by a replay.
+        println!("interrupted after {runs} re-executions; nothing written");
+        return Ok(2);
+    }
 
     let before = Shape::of(&history[0]);
     let out = shrunk_name(&args.file);
@@ -105,19 +111,25 @@ pub fn run(args: &ShrinkArgs, folder: Option<&Path>) -> Result<u8> {
     println!("events: {} -> {}", before.events, after.events);
     println!(
         "faults dropped: {} ({} -> {})",
-        before.faults - after.faults,
+        before.faults.saturating_sub(after.faults),
         before.faults,
         after.faults
     );
     println!(
-        "reorderings undone: {} -> {} steps off the default order",
-        before.reorderings, after.reorderings
+        "reorderings undone: {} ({} -> {} steps off the default order)",
+        before.reorderings.saturating_sub(after.reorderings),
+        before.reorderings,
+        after.reorderings
     );
-    println!("client requests: {} -> {}", before.clients, after.clients);
+    println!(
+        "client requests dropped: {} ({} -> {})",
+        before.clients.saturating_sub(after.clients),
+        before.clients,
+        after.clients
+    );
     let stopped = match halt {
         Some(Halt::Budget) => format!(", stopped at --max-runs {}", args.max_runs),
-        Some(Halt::Interrupted) => ", interrupted".into(),
-        None => String::new(),
+        Some(Halt::Interrupted) | None => String::new(),
     };
     println!(
         "re-executions: {} candidates + {} checks, {:.1} s{stopped}",
@@ -174,9 +186,6 @@ fn first_that_replays(
 ) -> Result<Option<(usize, usize)>> {
     let mut checks = 0;
     for (i, run) in history.iter().enumerate().rev() {
-        if flymc_real::cluster::interrupted() && i > 0 {
-            continue;
-        }
         checks += 1;
         match replay(&kept_file(path, workload, run), system, workload)? {
             ReplayOutcome::Reproduced(_) => return Ok(Some((i, checks))),
