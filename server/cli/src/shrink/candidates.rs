@@ -127,3 +127,61 @@ pub fn undo_reorderings(run: &Run) -> Vec<Candidate> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flymc_core::run::{Enabled, Step};
+    use flymc_model::{Event, VectorClock};
+
+    /// A run of `events`, each the only one enabled at its step. Built from JSON so that the
+    /// fields a run gains for others' features take their defaults.
+    fn run_of(events: Vec<Event>) -> Run {
+        let steps: Vec<Step> = events
+            .into_iter()
+            .map(|event| Step {
+                enabled: vec![Enabled {
+                    event,
+                    vc: VectorClock::default(),
+                }],
+                chosen: 0,
+                vc: VectorClock::default(),
+                cached: false,
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "steps": steps,
+            "states": [],
+            "hashes": [],
+            "ending": "violation",
+            "violation": null,
+            "final_enabled": [],
+            "diverged_at": null,
+            "crash_loses_sent": false,
+        }))
+        .expect("a run")
+    }
+
+    #[test]
+    fn a_crash_goes_with_the_next_reboot_of_its_node() {
+        let run = run_of(vec![
+            Event::crash(0, 0),
+            Event::crash(1, 0),
+            Event::reboot(1, 0),
+            Event::reboot(0, 0),
+            Event::reboot(2, 0),
+        ]);
+        assert_eq!(fault_groups(&run), vec![vec![0, 3], vec![1, 2], vec![4]]);
+        let dropped: Vec<Vec<EventId>> = drop_faults(&run).into_iter().map(|c| c.ids).collect();
+        let id = |i: usize| run.steps[i].event().id;
+        assert_eq!(
+            dropped,
+            vec![
+                vec![],
+                vec![id(0), id(1), id(2), id(3)],
+                vec![id(0), id(3), id(4)],
+                vec![id(1), id(2), id(4)],
+            ]
+        );
+    }
+}
