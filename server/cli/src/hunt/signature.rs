@@ -5,7 +5,7 @@
 //!
 //! A liveness finding is judged on the state a run ended in, which its message describes: its
 //! identity is the system, the property and the workload (a real ZooKeeper hunt filed one
-//! election that never settles nine times by message).
+//! election that never settles ten times by message).
 //!
 //! The signature also carries the abstract events just before the violation (kind and name,
 //! without nodes or payload), to show, but they are not part of its identity: the last event
