@@ -443,7 +443,8 @@ fn on_real_raft_nodes_the_re_executed_states_equal_the_recorded_ones() {
         d.path(),
         &file,
         &[
-            "jump 20", "state", "step", "state", &end, "state", "back 17", "state", "diff",
+            "jump 20", "state", "step", "state", "events", &end, "state", "back 17", "state",
+            "diff",
         ],
     );
     assert_eq!(ran.code, 0, "{}", ran.all());
@@ -463,4 +464,9 @@ fn on_real_raft_nodes_the_re_executed_states_equal_the_recorded_ones() {
         assert_shows_state(&s, &path.states[k].state);
     }
     assert!(out.contains("the path's violation shows here: state-machine-safety"));
+    // What real nodes had enabled, the path's event among it.
+    let ev = output_of(out, 21, "events", 0);
+    let marked: Vec<&&str> = ev.iter().filter(|l| l.starts_with("  * ")).collect();
+    assert_eq!(marked.len(), 1, "{ev:?}");
+    assert!(marked[0].contains(&path.events[21].description), "{ev:?}");
 }

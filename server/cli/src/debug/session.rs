@@ -14,7 +14,7 @@ use flymc_core::executor::Executor;
 use flymc_core::pathfile::PathFile;
 use flymc_core::plan::{Plan, Tail};
 use flymc_core::run::{Enabled, Ending, Run};
-use flymc_model::{GlobalState, System, Workload};
+use flymc_model::{GlobalState, PropertyKind, System, Workload};
 
 use super::filter::{Brief, Filter};
 use super::live::Search;
@@ -143,8 +143,16 @@ impl Session {
         for (k, step) in run.steps.iter().enumerate().take(self.seen.len()) {
             self.seen[k].enabled = Some(step.enabled.clone());
         }
-        // A `Stop` tail ends the run with what was enabled when the prefix ran out.
-        if run.steps.len() == n && run.states.len() == n + 1 && run.ending == Ending::Quiescent {
+        // A `Stop` tail ends the run with what was enabled when the prefix ran out, before
+        // the executor judges liveness on that state (a property that does not hold mid-run
+        // makes the ending a violation). At the event limit nothing was offered.
+        let judged = match (&run.ending, &run.violation) {
+            (Ending::Quiescent, _) => true,
+            (Ending::Violation, Some(v)) => v.kind == PropertyKind::Liveness,
+            _ => false,
+        };
+        let ran_out = run.steps.len() == n && run.states.len() == n + 1;
+        if ran_out && judged && n < self.workload.max_events {
             if let Some(seen) = self.seen.get_mut(n) {
                 seen.enabled = Some(run.final_enabled.clone());
             }
