@@ -335,6 +335,9 @@ fn diff_on_a_livelock_compares_with_the_nearest_live_run() {
             "zk-1419",
             "--strategy",
             "flymc",
+            // Path 1 is the livelock; a bound keeps a regression from exploring for an hour.
+            "--max-paths",
+            "20",
             "--out",
             "paths",
         ],
