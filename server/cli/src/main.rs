@@ -221,6 +221,16 @@ struct RunArgs {
     /// Sets file for samc and flymc (default: the one the system ships).
     #[arg(long, value_name = "FILE")]
     sets: Option<PathBuf>,
+    /// Random walks from the end state of a run that fails a liveness property before it is
+    /// called dead and reported (MaceMC); a state some walk takes to the property is transient
+    /// and not reported. Each walk re-executes the path (seconds on real nodes), and a dead
+    /// state's critical-transition search takes up to W walks per probe. 0: report every end
+    /// state that fails it, unclassified.
+    #[arg(long, value_name = "W", default_value_t = flymc_core::liveness::Walks::DEFAULT_WALKS)]
+    walks: u32,
+    /// Events per liveness walk (default: the workload's event limit).
+    #[arg(long, value_name = "D")]
+    walk_depth: Option<usize>,
     #[command(flatten)]
     ablation: Ablation,
 }
@@ -424,6 +434,11 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             prefix: format!("{}-{}-{}", system.name(), workload.name, args.strategy),
             all: args.keep_logs,
         }),
+        walks: (args.walks > 0).then_some(flymc_core::liveness::Walks {
+            walks: args.walks,
+            depth: args.walk_depth,
+            seed: args.seed,
+        }),
         ..Default::default()
     };
     println!(
@@ -609,6 +624,9 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             outcome.paths
         );
     }
+    if let Some(line) = summary::liveness_line(&outcome.liveness) {
+        println!("{line}");
+    }
     println!("{}", summary::time_line(&outcome.timing));
     if cfg.snapshots {
         println!("{}", summary::snapshot_line(&outcome.snapshots));
@@ -644,6 +662,9 @@ fn report_violation(number: u64, run: &Run, file: &Path) {
         .as_ref()
         .expect("a violating run has its violation");
     println!("VIOLATION on path {number}: {v}");
+    if let Some(c) = &run.critical {
+        println!("  critical transition: {c}");
+    }
     println!(
         "  path file: {} ({} events)",
         file.display(),

@@ -2,6 +2,7 @@
 //! (`--json FILE`).
 
 use flymc_core::explore::Outcome;
+use flymc_core::liveness::LivenessStats;
 use flymc_core::snapshots::SnapshotStats;
 use flymc_core::timing::TimingTotals;
 use serde::Serialize;
@@ -95,6 +96,18 @@ pub fn snapshot_line(s: &SnapshotStats) -> String {
     line
 }
 
+/// `liveness: 3 end states failed a liveness property: 2 transient, 1 dead (17 walks of
+/// 300 events, at most 5 per state)`, when some did.
+pub fn liveness_line(l: &LivenessStats) -> Option<String> {
+    if l.judged == 0 {
+        return None;
+    }
+    Some(format!(
+        "liveness: {} end states failed a liveness property: {} transient (a walk reached it), {} dead ({} walks of {} events, at most {} per state, the critical-transition search included)",
+        l.judged, l.transient, l.dead, l.walks, l.walk_depth, l.walks_per_state
+    ))
+}
+
 /// The JSON summary of a run (`flymc run --json FILE`).
 #[derive(Serialize)]
 pub struct RunSummary<'a> {
@@ -128,6 +141,8 @@ pub struct RunSummary<'a> {
     pub portfolio: &'a [(String, u64)],
     pub timing: TimingJson<'a>,
     pub snapshots: &'a SnapshotStats,
+    /// End states that failed a liveness property: transient or dead, and the walks taken.
+    pub liveness: &'a LivenessStats,
     /// What ended the run early, if something did: `interrupted by SIGTERM`, or the error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
@@ -184,6 +199,7 @@ impl<'a> RunSummary<'a> {
             }),
             portfolio: &outcome.stats.shares,
             snapshots: &outcome.snapshots,
+            liveness: &outcome.liveness,
             timing: TimingJson {
                 totals: &outcome.timing,
                 settle_median_us: outcome.timing.settle_median_us(),

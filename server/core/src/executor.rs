@@ -21,8 +21,8 @@ use crate::cache::CacheView;
 use crate::clocks::Clocks;
 use crate::dependence::Dependence;
 use crate::faults::Faults;
-use crate::order::Order;
-use crate::plan::Plan;
+use crate::order::{Order, GOOD_SAMARITAN};
+use crate::plan::{Plan, Tail};
 use crate::run::{
     Enabled, Ending, Run, Step, CANNOT_RESTART_PROPERTY, EXITED_PROPERTY, HANG_PROPERTY,
 };
@@ -225,7 +225,7 @@ impl<'r, 'c> Running<'r, 'c> {
             clocks: Clocks::new(w.nodes),
             faults: Faults::new(w),
             cursor: 0,
-            limit: w.max_events,
+            limit: plan.tail.limit(plan.prefix.len()).unwrap_or(w.max_events),
             run: Run {
                 hashes: vec![state.hash()],
                 states: vec![state],
@@ -238,6 +238,7 @@ impl<'r, 'c> Running<'r, 'c> {
                 late_reports: 0,
                 logs: None,
                 timing,
+                critical: None,
             },
             snaps,
             restored,
@@ -472,6 +473,9 @@ impl<'r, 'c> Running<'r, 'c> {
         });
         self.run.states.push(state);
         self.run.hashes.push(hash);
+        if let [.., before, after] = self.run.states.as_slice() {
+            self.order.settled(&event, before, after);
+        }
         Ok(if self.violated(step, PropertyKind::Safety) {
             Flow::Ended
         } else {
@@ -575,11 +579,33 @@ impl<'r, 'c> Running<'r, 'c> {
     }
 
     /// Judge liveness on the state the run ended in; a sleep-blocked run did not end, so its
-    /// end state says nothing about liveness.
+    /// end state says nothing about liveness. At its limit the order may first say it kept
+    /// scheduling a node that never yielded: then the run was not fair (CHESS), and that is
+    /// the finding, not the liveness property.
     fn finish(mut self) -> Run {
-        if self.run.ending != Ending::SleepBlocked {
-            let last = self.run.steps.len().saturating_sub(1);
-            self.violated(last, PropertyKind::Liveness);
+        let last = self.run.steps.len().saturating_sub(1);
+        if self.run.ending == Ending::EventLimit {
+            if let Some(message) = self.order.unfair() {
+                self.run.violation = Some(Violation {
+                    property: GOOD_SAMARITAN.into(),
+                    kind: PropertyKind::Liveness,
+                    message,
+                    step: last,
+                });
+                self.run.ending = Ending::Violation;
+                return self.run;
+            }
+        }
+        if self.run.ending != Ending::SleepBlocked && self.violated(last, PropertyKind::Liveness) {
+            if let (Tail::Fair(p), Some(v)) = (self.plan.tail, self.run.violation.as_mut()) {
+                if self.run.steps.len() >= p.bound {
+                    v.message = format!(
+                        "livelock: a fair run of {} events (its bound) ends failing it: {}",
+                        self.run.steps.len(),
+                        v.message
+                    );
+                }
+            }
         }
         self.run
     }

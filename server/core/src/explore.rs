@@ -11,6 +11,7 @@ use crate::cache::{CacheView, StateEventCache};
 use crate::dependence::Dependence;
 use crate::executor::{ExecError, Executor};
 use crate::jobs;
+use crate::liveness::{self, LivenessStats, Verdict, Walks};
 use crate::plan::{Plan, Tail};
 use crate::run::Run;
 use crate::snapshots::{SnapshotStats, Snapshots};
@@ -65,6 +66,10 @@ pub struct ExploreConfig {
     /// Hand out no new path once this instant has passed (a hunt's time budget); the paths
     /// under way are finished and counted. Reaching it is not exhaustion.
     pub deadline: Option<Instant>,
+    /// Classify the end states of runs that fail a liveness property by random walks, and
+    /// report only dead ones, with their critical transition ([`crate::liveness`]); `None`:
+    /// every such end state is reported, as it is (`--walks 0`).
+    pub walks: Option<Walks>,
 }
 
 impl Default for ExploreConfig {
@@ -81,6 +86,7 @@ impl Default for ExploreConfig {
             logs: None,
             interrupted: None,
             deadline: None,
+            walks: Some(Walks::default()),
         }
     }
 }
@@ -143,6 +149,8 @@ pub struct Outcome {
     pub snapshots: SnapshotStats,
     /// Where the paths' time went ([`Run::timing`], summed).
     pub timing: TimingTotals,
+    /// End states that failed a liveness property: how they were classified, the walks taken.
+    pub liveness: LivenessStats,
 }
 
 pub fn explore(
@@ -171,6 +179,8 @@ struct Done<'c> {
     view: Option<CacheView<'c>>,
     /// What the run did with its job's snapshots.
     snapshots: SnapshotStats,
+    /// Its end state's classification and the walks it took, if it failed a liveness property.
+    judged: Option<(Verdict, u64)>,
 }
 
 /// [`explore`], also handing every run to `on_run` (coverage studies, tests).
@@ -225,6 +235,13 @@ pub fn explore_partial(
         other_violations: 0,
         snapshots: SnapshotStats::default(),
         timing: TimingTotals::default(),
+        liveness: LivenessStats {
+            walks_per_state: cfg.walks.map_or(0, |w| w.walks),
+            walk_depth: cfg
+                .walks
+                .map_or(0, |w| w.depth.unwrap_or(workload.max_events)),
+            ..Default::default()
+        },
     };
     let stop = || cfg.interrupted.is_some_and(|f| f());
     let targets = match (0..jobs)
@@ -247,6 +264,7 @@ pub fn explore_partial(
         let (target, snaps) = (job.0.as_mut(), &mut job.1);
         let dep = task.dep.as_deref_mut().map(|d| d as &mut dyn Dependence);
         let before = snaps.stats.clone();
+        let mut judged = None;
         let run = exec
             .run_snapshots(
                 target,
@@ -262,12 +280,23 @@ pub fn explore_partial(
                     check_determinism(&exec, target, &run, task.path)?;
                 }
                 Ok(run)
+            })
+            .and_then(|mut run| {
+                if let Some(w) = cfg.walks.filter(|_| liveness::needs_judging(&run)) {
+                    let w = Walks {
+                        seed: w.seed ^ task.path,
+                        ..w
+                    };
+                    judged = Some(liveness::judge(&exec, target, &mut run, &w)?);
+                }
+                Ok(run)
             });
         Done {
             path: task.path,
             run,
             view: task.view,
             snapshots: snaps.stats.since(&before),
+            judged,
         }
     };
     let ended = jobs::scoped(targets, work, |pool| -> Result<(), ExploreError> {
@@ -315,6 +344,9 @@ pub fn explore_partial(
                 return Err(ExploreError::Interrupted);
             }
             let run = done.run?;
+            if let Some((verdict, walks)) = done.judged {
+                out.liveness.add(verdict, walks);
+            }
             out.snapshots.add(&done.snapshots);
             out.timing.add(&run.timing);
             if let Some(view) = done.view {

@@ -6,7 +6,9 @@
 //! (several paths at once, on targets of their own, with `--jobs`); the [`cache`] stands in
 //! for re-running a step whose result is known; [`dependence`] judges which events race
 //! (sleep sets); [`snapshots`] start paths from their prefix's snapshot; [`timing`] says where a
-//! path's time went; [`pathfile`] writes and reads the paths that [`replay`] re-executes;
+//! path's time went; [`liveness`] classifies the end states of runs that fail a liveness
+//! property (live, transient, dead) and finds a dead run's critical transition; [`pathfile`]
+//! writes and reads the paths that [`replay`] re-executes;
 //! [`workloads`] finds the
 //! workload files the command line names.
 
@@ -17,6 +19,7 @@ pub mod executor;
 pub mod explore;
 mod faults;
 mod jobs;
+pub mod liveness;
 pub mod order;
 pub mod pathfile;
 pub mod plan;

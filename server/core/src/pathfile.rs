@@ -125,6 +125,10 @@ pub struct PathFile {
     /// where a replay diverges, that timing is the first suspect.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub late_reports: u64,
+    /// For a liveness violation: the step after which the path is dead (MaceMC's critical
+    /// transition, [`crate::liveness`]); absent in files written before flymc found them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical: Option<crate::liveness::Critical>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -167,6 +171,7 @@ impl PathFile {
             ending: run.ending.clone(),
             violation: run.violation.clone(),
             late_reports: run.late_reports,
+            critical: run.critical.clone(),
         }
     }
 

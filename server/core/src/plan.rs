@@ -3,7 +3,9 @@
 use flymc_model::EventId;
 use serde::{Deserialize, Serialize};
 
-use crate::order::{DefaultOrder, FairAfter, Order, PctOrder, PctParams, RandomOrder, Stop};
+use crate::order::{
+    DefaultOrder, FairAfter, FairOrder, FairParams, Order, PctOrder, PctParams, RandomOrder, Stop,
+};
 
 /// What to do once the prefix is used up: the order policy a strategy chooses for the rest of
 /// the run. A plan names the policy rather than holding it, so plans stay plain values that
@@ -20,17 +22,36 @@ pub enum Tail {
     Pct(PctParams),
     /// Stop when the prefix is used up (replay).
     Stop,
+    /// A random walk from the prefix's end state (MaceMC): `depth` random events, never a
+    /// crash or reboot, biased to a prompt network ([`RandomOrder::walk`]), and no fair
+    /// continuation; how [`crate::liveness`] asks whether a state can still reach `p`.
+    Walk { seed: u64, depth: usize },
+    /// CHESS's fair scheduler ([`FairOrder`]) up to its depth bound.
+    Fair(FairParams),
 }
 
 impl Tail {
-    /// The policy that picks this tail's events in one run. The default order and random walks
-    /// hand over to a fair continuation at the event limit ([`FairAfter`]); a replay stops.
+    /// The policy that picks this tail's events in one run. The default order, random runs and
+    /// PCTCP hand over to the fair scheduler at the event limit ([`FairAfter`]); a replay stops,
+    /// and a liveness walk and the fair scheduler itself go on to their own length.
     pub fn order(self) -> Box<dyn Order> {
         match self {
             Tail::Fifo => Box::new(FairAfter::new(DefaultOrder)),
             Tail::Random(seed) => Box::new(FairAfter::new(RandomOrder::new(seed))),
             Tail::Pct(p) => Box::new(FairAfter::new(PctOrder::new(p))),
             Tail::Stop => Box::new(Stop),
+            Tail::Walk { seed, .. } => Box::new(RandomOrder::walk(seed)),
+            Tail::Fair(p) => Box::new(FairOrder::new(p)),
+        }
+    }
+
+    /// The step count a run with this tail and a prefix of `prefix` events ends at, when the
+    /// tail sets its own rather than the workload's event limit.
+    pub fn limit(self, prefix: usize) -> Option<usize> {
+        match self {
+            Tail::Walk { depth, .. } => Some(prefix + depth),
+            Tail::Fair(p) => Some(prefix.max(p.bound)),
+            _ => None,
         }
     }
 

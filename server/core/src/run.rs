@@ -107,6 +107,10 @@ pub struct Run {
     /// Where the nodes' logs of this run were kept, if they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logs: Option<std::path::PathBuf>,
+    /// For a liveness violation whose end state was found dead: the step after which the run
+    /// is dead ([`crate::liveness`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical: Option<crate::liveness::Critical>,
 }
 
 impl Run {

@@ -103,6 +103,7 @@ mod tests {
             late_reports: 0,
             timing: Default::default(),
             logs: None,
+            critical: None,
         }
     }
 

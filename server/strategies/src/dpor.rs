@@ -403,6 +403,7 @@ mod tests {
             late_reports: 0,
             timing: Default::default(),
             logs: None,
+            critical: None,
         }
     }
 

@@ -8,6 +8,7 @@ mod brdpor;
 mod dfs;
 mod disk;
 pub mod dpor;
+mod fair;
 mod faults;
 pub mod flymc;
 mod mdpor;
@@ -93,6 +94,7 @@ pub const NAMES: &[&str] = &[
     "pct",
     "novelty",
     "portfolio",
+    "fair",
 ];
 
 /// The strategies `flymc bench` compares: the paper's baselines, flymc, pct, novelty and the
@@ -114,7 +116,7 @@ pub const COMPARED: &[&str] = &[
 
 /// Strategies that never run out of paths (each path a fresh draw): no exhaustion to measure.
 pub fn never_exhausts(name: &str) -> bool {
-    matches!(name, "random" | "pct" | "novelty")
+    matches!(name, "random" | "pct" | "novelty" | "fair")
 }
 
 /// Build a strategy by name.
@@ -136,6 +138,7 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
     Ok(match name {
         "dfs" => Box::new(dfs::Dfs::new(ctx.stateless_dfs)),
         "random" => Box::new(random::RandomWalk::new(ctx.seed)),
+        "fair" => Box::new(fair::Fair::new(ctx)),
         "pct" => Box::new(pct::Pct::new(ctx)),
         "novelty" => Box::new(novelty::NoveltySearch::new(ctx)),
         // flymc where the system ships a sets file (dfs where not), taking turns with pct and
@@ -162,7 +165,7 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
 pub fn is_randomized(name: &str) -> bool {
     matches!(
         name,
-        "random" | "rdpor" | "brdpor" | "pct" | "novelty" | "portfolio"
+        "random" | "rdpor" | "brdpor" | "pct" | "novelty" | "portfolio" | "fair"
     )
 }
 

@@ -108,8 +108,8 @@ pub struct Diagram {
     pub nodes: usize,
     pub rows: Vec<Row>,
     pub violation: Option<Violation>,
-    /// The step of the path's critical transition, when the path file names one. Path files
-    /// do not record it yet; [`critical_step`] is where it will be read.
+    /// The step of the path's critical transition, when the path file names one
+    /// ([`critical_step`]).
     pub critical: Option<usize>,
     /// A token unique to this path (from its events' ids and states' hashes) for ids in
     /// markup that several diagrams share a page with.
@@ -159,10 +159,13 @@ pub fn state_after(path: &PathFile, step: usize) -> Option<&GlobalState> {
         .map(|s| &s.state)
 }
 
-/// Where the critical transition of the path is. Path files do not say yet: when they gain an
-/// optional field for it, read it here and every drawing marks that row.
-fn critical_step(_path: &PathFile) -> Option<usize> {
-    None
+/// Where the critical transition of the path is: the step its path file records (MaceMC's
+/// critical transition of a dead liveness violation), if that step is one of its events.
+fn critical_step(path: &PathFile) -> Option<usize> {
+    path.critical
+        .as_ref()
+        .map(|c| c.step)
+        .filter(|&s| s < path.events.len())
 }
 
 /// A short hex token from the path's identity (its events and states), so two different

@@ -3,9 +3,9 @@
 //! The executor follows the prefix and keeps the books (vector clocks, fault budgets, the sleep
 //! set); an [`Order`] only chooses. A plan's [`Tail`](crate::plan::Tail) names the order its
 //! strategy wants: the default order, a seeded random walk, PCTCP's priorities over causal
-//! chains, or stopping (replay). All but the last
-//! hand over to the fair continuation when a run reaches its event limit with a liveness
-//! property failing.
+//! chains, CHESS's fair scheduler, a liveness walk, or stopping (replay). The first three hand
+//! over to the fair scheduler ([`FairOrder`]) when a run reaches its event limit with a
+//! liveness property failing: there is one notion of fairness.
 
 mod default;
 mod fair;
@@ -13,11 +13,13 @@ pub mod pct;
 mod random;
 mod stop;
 
+use flymc_model::{Event, GlobalState};
+
 use crate::run::Enabled;
 
 pub use default::DefaultOrder;
 pub(crate) use default::{default_pick, TimerRank};
-pub use fair::{Fair, FairAfter};
+pub use fair::{FairAfter, FairOrder, FairParams, GOOD_SAMARITAN};
 pub use pct::{PctOrder, PctParams};
 pub use random::RandomOrder;
 pub use stop::Stop;
@@ -35,6 +37,15 @@ pub trait Order {
     /// in a state that fails a liveness property; `None` ends the run there. Asked at the limit,
     /// before liveness is judged.
     fn continuation(&mut self) -> Option<Box<dyn Order>> {
+        None
+    }
+
+    /// Step's `event` led from `before` to `after` (whoever chose it), once the target settled.
+    fn settled(&mut self, _event: &Event, _before: &GlobalState, _after: &GlobalState) {}
+
+    /// Asked when the run reaches its limit: a node this order kept scheduling that never
+    /// yielded (a good-samaritan violation, CHESS), said in one line.
+    fn unfair(&self) -> Option<String> {
         None
     }
 }
