@@ -9,36 +9,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{assert_one_line_error, flymc_in, path_file, Ran};
+use common::{assert_one_line_error, flymc_in, path_file, raft_bug_path, Ran};
 use flymc_core::pathfile::PathFile;
 use flymc_model::GlobalState;
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
-}
-
-/// A violating raft-sim path (state-machine-safety, about 50 events) found in `dir`.
-fn raft_path(dir: &Path) -> PathBuf {
-    let ran = flymc_in(
-        dir,
-        &[
-            "run",
-            "--system",
-            "raft-sim",
-            "--workload",
-            "raft-bug",
-            "--strategy",
-            "random",
-            "--seed",
-            "1",
-            "--max-paths",
-            "2000",
-            "--out",
-            "paths",
-        ],
-    );
-    assert_eq!(ran.code, 1, "raft-bug has a violation: {}", ran.all());
-    path_file(&ran, dir)
 }
 
 /// `flymc debug FILE --script` with these commands, one a line.
@@ -115,7 +91,7 @@ fn at_node(description: &str, n: usize) -> bool {
 #[test]
 fn steps_jumps_and_backs_show_the_recorded_states_their_changes_and_events() {
     let d = tmp();
-    let file = raft_path(d.path());
+    let file = raft_bug_path(d.path());
     let path = PathFile::load(&file).unwrap();
     let last = path.states.len() - 1;
     let ran = debug(
@@ -226,7 +202,7 @@ fn steps_jumps_and_backs_show_the_recorded_states_their_changes_and_events() {
 #[test]
 fn every_state_re_executed_on_the_simulated_target_equals_the_recorded_one() {
     let d = tmp();
-    let file = raft_path(d.path());
+    let file = raft_bug_path(d.path());
     let path = PathFile::load(&file).unwrap();
     let mut script = vec!["state"];
     script.extend(std::iter::repeat_n("step\nstate", path.states.len() - 1));
@@ -242,7 +218,7 @@ fn every_state_re_executed_on_the_simulated_target_equals_the_recorded_one() {
 #[test]
 fn a_node_filter_limits_events_and_stepping_to_that_nodes_events() {
     let d = tmp();
-    let file = raft_path(d.path());
+    let file = raft_bug_path(d.path());
     let path = PathFile::load(&file).unwrap();
     let ran = debug(
         d.path(),
@@ -385,7 +361,7 @@ fn diff_on_a_livelock_compares_with_the_nearest_live_run() {
 #[test]
 fn a_bad_command_ends_a_script_with_one_line_and_is_only_a_hint_at_the_terminal() {
     let d = tmp();
-    let file = raft_path(d.path());
+    let file = raft_bug_path(d.path());
     let last = PathFile::load(&file).unwrap().states.len() - 1;
     let ran = debug(d.path(), &file, &["step", "frobnicate", "step"]);
     assert_one_line_error(&ran, "script.txt:2: unknown command `frobnicate`");

@@ -8,32 +8,11 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::reports::chromium;
-use common::{assert_one_line_error, flymc_in, path_file};
+use common::{assert_one_line_error, flymc_in, raft_bug_path};
 use flymc_core::pathfile::PathFile;
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
-}
-
-/// A raft-sim raft-bug path with a crash, a reboot and the state-machine-safety violation,
-/// found now by this flymc.
-fn raft_bug_path(dir: &Path) -> PathBuf {
-    let r = flymc_in(
-        dir,
-        &[
-            "run",
-            "--system",
-            "raft-sim",
-            "--workload",
-            "raft-bug",
-            "--strategy",
-            "random",
-            "--out",
-            "out",
-        ],
-    );
-    assert_eq!(r.code, 1, "the run finds the bug:\n{}", r.all());
-    path_file(&r, dir)
 }
 
 /// The checkout's recorded real ZooKeeper path (ZOOKEEPER-4643, 109 events, 3 nodes).

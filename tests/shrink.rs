@@ -6,17 +6,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{assert_one_line_error, flymc_in, path_file};
+use common::{assert_one_line_error, flymc_in, found, raft_bug_path};
 use flymc_core::pathfile::PathFile;
-
-/// Find a violation with `flymc run ARGS` in `dir`; its path file.
-fn found(dir: &Path, args: &[&str]) -> PathBuf {
-    let mut all = vec!["run"];
-    all.extend_from_slice(args);
-    let r = flymc_in(dir, &all);
-    assert_eq!(r.code, 1, "expected a violation:\n{}", r.all());
-    path_file(&r, dir)
-}
 
 fn faults(p: &PathFile) -> usize {
     p.events
@@ -76,21 +67,7 @@ fn shrink_and_replay(dir: &Path, file: &Path) -> (PathFile, PathFile) {
 #[test]
 fn a_raft_sim_path_shrinks_and_replays() {
     let d = tempfile::tempdir().unwrap();
-    let file = found(
-        d.path(),
-        &[
-            "--system",
-            "raft-sim",
-            "--workload",
-            "raft-bug",
-            "--strategy",
-            "random",
-            "--seed",
-            "1",
-            "--max-paths",
-            "2000",
-        ],
-    );
+    let file = raft_bug_path(d.path());
     let (before, after) = shrink_and_replay(d.path(), &file);
     assert!(
         after.events.len() < before.events.len(),

@@ -49,6 +49,35 @@ pub fn path_file(ran: &Ran, dir: &Path) -> PathBuf {
     dir.join(line.trim())
 }
 
+/// The path file of the violation `flymc run ARGS` finds in `dir` (it must find one).
+pub fn found(dir: &Path, args: &[&str]) -> PathBuf {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    let r = flymc_in(dir, &all);
+    assert_eq!(r.code, 1, "expected a violation:\n{}", r.all());
+    path_file(&r, dir)
+}
+
+/// A raft-sim raft-bug path: state-machine-safety after a crash and a reboot, about 50
+/// events (random walks, seed 1).
+pub fn raft_bug_path(dir: &Path) -> PathBuf {
+    found(
+        dir,
+        &[
+            "--system",
+            "raft-sim",
+            "--workload",
+            "raft-bug",
+            "--strategy",
+            "random",
+            "--seed",
+            "1",
+            "--max-paths",
+            "2000",
+        ],
+    )
+}
+
 /// A user-caused error: exit 2 and one line on stderr starting with "error: ", no panic.
 pub fn assert_one_line_error(ran: &Ran, needle: &str) {
     assert_eq!(ran.code, 2, "{}", ran.all());
