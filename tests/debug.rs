@@ -7,7 +7,7 @@ mod support;
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::{assert_one_line_error, flymc_in, path_file, raft_bug_path, Ran};
 use flymc_core::pathfile::PathFile;
