@@ -94,18 +94,32 @@ impl Root {
         let p = &self.path;
         let mut b = DirBuilder::new();
         b.mode(0o700).recursive(!self.ours);
-        match b.create(p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => {
-                return Err(RunDirError(format!(
-                    "cannot create the run folder {}: {e}",
-                    p.display()
-                )))
+        let mut attempts = 0;
+        let m = loop {
+            attempts += 1;
+            match b.create(p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    return Err(RunDirError(format!(
+                        "cannot create the run folder {}: {e}",
+                        p.display()
+                    )))
+                }
             }
-        }
-        let m = fs::symlink_metadata(p)
-            .map_err(|e| RunDirError(format!("cannot use the run folder {}: {e}", p.display())))?;
+            match fs::symlink_metadata(p) {
+                Ok(m) => break m,
+                // Another flymc removed the folder, empty, between the two ([`Root::tidy`]):
+                // make it again.
+                Err(e) if e.kind() == io::ErrorKind::NotFound && attempts < 5 => continue,
+                Err(e) => {
+                    return Err(RunDirError(format!(
+                        "cannot use the run folder {}: {e}",
+                        p.display()
+                    )))
+                }
+            }
+        };
         let fix = format!("remove it, or set {ROOT_ENV} to a folder of your own");
         if !m.file_type().is_dir() {
             return Err(RunDirError(format!(
@@ -357,6 +371,28 @@ mod tests {
 
     fn mode(p: &Path) -> u32 {
         fs::metadata(p).unwrap().mode() & 0o777
+    }
+
+    #[test]
+    fn flymcs_creating_and_tidying_one_folder_at_once_never_fail() {
+        // Each removal tidies the shared folder away when it is empty, right when another
+        // thread may be between making it and using it.
+        let base = tempfile::tempdir().unwrap();
+        let root = Root {
+            path: base.path().join("flymc-race"),
+            ours: true,
+        };
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..300 {
+                        create(&root, RUN_PREFIX)
+                            .unwrap_or_else(|e| panic!("{e}"))
+                            .remove();
+                    }
+                });
+            }
+        });
     }
 
     #[test]
