@@ -12,7 +12,7 @@ use crate::dependence::Dependence;
 use crate::executor::{ExecError, Executor};
 use crate::jobs;
 use crate::liveness::{self, LivenessStats, Verdict, Walks};
-use crate::plan::{Plan, Tail};
+use crate::plan::Plan;
 use crate::run::Run;
 use crate::snapshots::{SnapshotStats, Snapshots};
 use crate::strategy::{Strategy, StrategyStats};
@@ -399,13 +399,7 @@ fn check_determinism(
     run: &Run,
     path: u64,
 ) -> Result<(), ExploreError> {
-    let plan = Plan {
-        prefix: run.event_ids(),
-        tail: Tail::Stop,
-        strict: true,
-        sleep: Vec::new(),
-        sleep_at: 0,
-    };
+    let plan = Plan::replay(run.event_ids());
     let again = exec.run(target, &plan, None)?;
     for (step, (a, b)) in run.states.iter().zip(&again.states).enumerate() {
         if a != b {

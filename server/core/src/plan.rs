@@ -89,4 +89,16 @@ impl Plan {
             sleep_at: 0,
         }
     }
+
+    /// Exactly these events, in this order, and nothing after: a replay. An event that never
+    /// becomes enabled ends the run as diverged.
+    pub fn replay(prefix: Vec<EventId>) -> Self {
+        Plan {
+            prefix,
+            tail: Tail::Stop,
+            strict: true,
+            sleep: Vec::new(),
+            sleep_at: 0,
+        }
+    }
 }

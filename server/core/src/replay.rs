@@ -11,7 +11,7 @@ use flymc_model::{GlobalState, System, Violation, Workload};
 
 use crate::executor::{ExecError, Executor};
 use crate::pathfile::{PathFile, WorkloadRef};
-use crate::plan::{Plan, Tail};
+use crate::plan::Plan;
 use crate::run::Ending;
 use crate::workloads;
 
@@ -124,13 +124,7 @@ pub fn replay(
     let mut target = system
         .target(workload)
         .map_err(|e| ReplayError::Setup(system.name().into(), e.to_string()))?;
-    let plan = Plan {
-        prefix: path.event_ids(),
-        tail: Tail::Stop,
-        strict: true,
-        sleep: Vec::new(),
-        sleep_at: 0,
-    };
+    let plan = Plan::replay(path.event_ids());
     let run = Executor::new(system, workload).run(target.as_mut(), &plan, None)?;
     for (i, (rec, seen)) in path.states.iter().zip(&run.states).enumerate() {
         if rec.state != *seen {

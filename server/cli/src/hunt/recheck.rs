@@ -6,7 +6,7 @@
 
 use flymc_core::executor::Executor;
 use flymc_core::pathfile::PathFile;
-use flymc_core::plan::{Plan, Tail};
+use flymc_core::plan::Plan;
 use flymc_core::run::Ending;
 use flymc_model::{System, Workload};
 
@@ -31,13 +31,7 @@ pub fn recheck(
     let mut target = system
         .target(workload)
         .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", system.name()))?;
-    let plan = Plan {
-        prefix: path.event_ids(),
-        tail: Tail::Stop,
-        strict: true,
-        sleep: Vec::new(),
-        sleep_at: 0,
-    };
+    let plan = Plan::replay(path.event_ids());
     let run = Executor::new(system, workload).run(target.as_mut(), &plan, None)?;
     Ok(match (&run.violation, &run.ending) {
         (Some(v), _) if v.property == property => Verdict::Violates,

@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use flymc_core::pathfile::PathFile;
-use flymc_core::plan::{Plan, Tail};
+use flymc_core::plan::Plan;
 use flymc_core::replay::{replay, workload_for, ReplayOutcome};
 use flymc_core::run::Run;
 use flymc_core::workloads;
@@ -149,13 +149,7 @@ pub fn run(args: &ShrinkArgs, folder: Option<&Path>) -> Result<u8> {
 /// Re-execute the path as recorded; it must violate the same property again, since every
 /// candidate is judged by that.
 fn reproduce(path: &PathFile, file: &Path, trials: &mut Trials) -> Result<Run> {
-    let plan = Plan {
-        prefix: path.event_ids(),
-        tail: Tail::Stop,
-        strict: true,
-        sleep: Vec::new(),
-        sleep_at: 0,
-    };
+    let plan = Plan::replay(path.event_ids());
     let Some(run) = trials.execute(&plan)? else {
         bail!("interrupted before {} was re-executed", file.display());
     };
