@@ -138,21 +138,7 @@ fn a_missing_file_is_one_line() {
 
 /// A found path with one field changed by `edit`, written as `name` in `dir`.
 fn edited(dir: &Path, name: &str, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
-    let file = found(
-        dir,
-        &[
-            "--system",
-            "raft-sim",
-            "--workload",
-            "raft-bug",
-            "--strategy",
-            "random",
-            "--seed",
-            "1",
-            "--max-paths",
-            "2000",
-        ],
-    );
+    let file = raft_bug_path(dir);
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
     edit(&mut v);
