@@ -57,6 +57,8 @@ pub enum Scope {
     Msg,
     /// `nK.`: node K of the global state (conditions only).
     At(usize),
+    /// A method summary's K-th parameter (`a.ballot`, or `a` alone; summaries only).
+    Param(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +106,8 @@ impl fmt::Display for Expr {
                 Scope::Node => write!(f, "n.{}", path.join(".")),
                 Scope::Msg => write!(f, "m.{}", path.join(".")),
                 Scope::At(k) => write!(f, "n{k}.{}", path.join(".")),
+                Scope::Param(k) if path.is_empty() => write!(f, "${k}"),
+                Scope::Param(k) => write!(f, "${k}.{}", path.join(".")),
             },
             Expr::Not(e) => write!(f, "!{e}"),
             Expr::Neg(e) => write!(f, "-{e}"),
@@ -194,17 +198,29 @@ fn lex(src: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
     Ok(out)
 }
 
-struct Parser {
+/// What is being parsed: the names it may use differ.
+#[derive(Clone, Copy)]
+enum Mode<'p> {
+    /// A sets-file guard: `n.` and `m.`.
+    Guard,
+    /// A [`Condition`] over a global state: `nK.`, `any`, `all`.
+    Condition,
+    /// A method summary's body: its parameters.
+    Summary(&'p [String]),
+}
+
+struct Parser<'p> {
     toks: Vec<(usize, Tok)>,
     pos: usize,
     end_col: usize,
+    mode: Mode<'p>,
     /// Parsing a [`Condition`] (over a global state) rather than a sets-file guard.
     condition: bool,
     /// How many `any`/`all` enclose the current position.
     quantified: usize,
 }
 
-impl Parser {
+impl Parser<'_> {
     fn peek(&self) -> Option<&Tok> {
         self.toks.get(self.pos).map(|(_, t)| t)
     }
@@ -238,7 +254,7 @@ impl Parser {
     fn binary(
         &mut self,
         ops: &[(&str, Op)],
-        next: fn(&mut Parser) -> Result<Expr, ParseError>,
+        next: fn(&mut Self) -> Result<Expr, ParseError>,
         repeat: bool,
     ) -> Result<Expr, ParseError> {
         let mut left = next(self)?;
@@ -322,10 +338,10 @@ impl Parser {
                     Some(scope) => self.var(scope, &id),
                     None => {
                         self.pos -= 1;
-                        let names = if self.condition {
-                            "n0.<var>, n1.<var>, ..., any(...), all(...), true, false, null, len(...)"
-                        } else {
-                            "n.<var>, m.<field>, true, false, null, len(...)"
+                        let names = match self.mode {
+                            Mode::Condition => "n0.<var>, n1.<var>, ..., any(...), all(...), true, false, null, len(...)".to_string(),
+                            Mode::Guard => "n.<var>, m.<field>, true, false, null, len(...)".to_string(),
+                            Mode::Summary(ps) => format!("the parameters {}, true, false, null, len(...)", ps.join(", ")),
                         };
                         self.err(format!("unknown name `{id}` (use {names})"))
                     }
@@ -339,9 +355,12 @@ impl Parser {
     }
 }
 
-impl Parser {
+impl Parser<'_> {
     /// What a name before `.` refers to, if it is a variable's scope here.
     fn scope_of(&self, id: &str) -> Option<Scope> {
+        if let Mode::Summary(ps) = self.mode {
+            return ps.iter().position(|p| p == id).map(Scope::Param);
+        }
         match id {
             "n" => Some(Scope::Node),
             "m" => Some(Scope::Msg),
@@ -381,7 +400,7 @@ impl Parser {
                 _ => return self.err("expected a name after `.`"),
             }
         }
-        if path.is_empty() {
+        if path.is_empty() && !matches!(scope, Scope::Param(_)) {
             self.pos -= 1;
             return self.err(format!("`{id}` must be followed by `.name`"));
         }
@@ -389,13 +408,14 @@ impl Parser {
     }
 }
 
-fn parse_as(src: &str, condition: bool) -> Result<Expr, ParseError> {
+fn parse_as(src: &str, mode: Mode) -> Result<Expr, ParseError> {
     let toks = lex(src)?;
     let mut p = Parser {
         toks,
         pos: 0,
         end_col: src.chars().count() + 1,
-        condition,
+        mode,
+        condition: matches!(mode, Mode::Condition),
         quantified: 0,
     };
     let e = p.or()?;
@@ -407,7 +427,14 @@ fn parse_as(src: &str, condition: bool) -> Result<Expr, ParseError> {
 
 /// Parse a guard.
 pub fn parse(src: &str) -> Result<Expr, ParseError> {
-    parse_as(src, false)
+    parse_as(src, Mode::Guard)
+}
+
+/// A method summary's body (`a.ballot > b.ballot` for `isAfter(a, b)`): the guard language
+/// over the method's parameters instead of `n.` and `m.`; a parameter may stand alone (`x`
+/// for `timestamp(x)`). The analyzer substitutes what each call passes.
+pub fn parse_summary(src: &str, params: &[String]) -> Result<Expr, ParseError> {
+    parse_as(src, Mode::Summary(params))
 }
 
 /// A condition over a global state's nodes, such as a workload's `[faults] when`: the guard
@@ -423,7 +450,7 @@ impl Condition {
     pub fn parse(src: &str) -> Result<Condition, ParseError> {
         Ok(Condition {
             text: src.to_string(),
-            expr: parse_as(src, true)?,
+            expr: parse_as(src, Mode::Condition)?,
         })
     }
 
@@ -565,6 +592,9 @@ impl Expr {
                         None if path[0] == "alive" => Value::Bool(false),
                         None => Value::Null,
                     },
+                    Scope::Param(_) => {
+                        return Err(EvalError(format!("{self}: a summary's parameter")))
+                    }
                 };
                 for p in &path[1..] {
                     v = v.get(p).cloned().unwrap_or(Value::Null);
@@ -609,7 +639,12 @@ impl Expr {
                             _ => {
                                 let ord = match (&x, &y) {
                                     (Value::Number(_), Value::Number(_)) => int(&x)?.cmp(&int(&y)?),
-                                    (Value::String(s), Value::String(t)) => s.cmp(t),
+                                    (Value::String(s), Value::String(t)) => {
+                                        match (time_uuid(s), time_uuid(t)) {
+                                            (Some(a), Some(b)) => a.cmp(&b),
+                                            _ => s.cmp(t),
+                                        }
+                                    }
                                     _ => {
                                         return Err(EvalError(format!("cannot order {x} and {y}")))
                                     }
@@ -632,6 +667,19 @@ impl Expr {
     pub fn holds(&self, node: &Map<String, Value>, msg: &Map<String, Value>) -> bool {
         matches!(self.eval(node, msg), Ok(Value::Bool(true)))
     }
+}
+
+/// A version-1 (time-based) UUID's timestamp and then its clock sequence and node, the order
+/// Cassandra gives ballots (`TimeUUIDType`): two such strings compare by when they were made,
+/// not as text, which would order them by their low time bits first.
+fn time_uuid(s: &str) -> Option<(u64, u16, [u8; 6])> {
+    let u = uuid::Uuid::try_parse(s).ok()?;
+    if u.get_version_num() != 1 {
+        return None;
+    }
+    let (ticks, clock_seq) = u.get_timestamp()?.to_gregorian();
+    let node: [u8; 6] = u.as_bytes()[10..].try_into().ok()?;
+    Some((ticks, clock_seq, node))
 }
 
 fn truthy(v: &Value) -> Result<bool, EvalError> {
@@ -764,5 +812,34 @@ mod tests {
         assert!(parse("n0.x == 1").is_err());
         assert!(parse("any(n.x == 1)").is_err());
         assert!(serde_json::from_value::<Condition>(json!("n.x")).is_err());
+    }
+
+    #[test]
+    fn summaries_name_their_parameters_and_nothing_else() {
+        let ps = ["a".to_string(), "b".to_string()];
+        let e = parse_summary("a.ballot > b.ballot", &ps).unwrap();
+        assert_eq!(e.to_string(), "($0.ballot > $1.ballot)");
+        assert_eq!(parse_summary("a", &ps).unwrap().to_string(), "$0");
+        let err = parse_summary("a.ballot > n.ballot", &ps).unwrap_err();
+        assert_eq!(err.column, 12);
+        assert!(err.message.contains("the parameters a, b"), "{err}");
+        // A guard still needs `.name` after `n`, and cannot evaluate a parameter.
+        assert!(parse("n").is_err());
+        assert!(e.eval(&Map::new(), &Map::new()).is_err());
+    }
+
+    #[test]
+    fn time_uuids_order_by_when_they_were_made() {
+        // Text order says the opposite of the timestamps: the first was made in 2012
+        // (time_hi 1e2), the second in 1771 (time_hi 0d4).
+        let later = json!({"b": "00000001-0000-11e2-8000-000000000001"});
+        let earlier = json!({"b": "ffffffff-0000-10d4-8000-000000000001"});
+        let g = parse("m.b > n.b").unwrap();
+        assert!(g.holds(&obj(earlier.clone()), &obj(later.clone())));
+        assert!(!g.holds(&obj(later.clone()), &obj(earlier.clone())));
+        // Other strings still compare as text.
+        assert!(g.holds(&obj(json!({"b": "a"})), &obj(json!({"b": "b"}))));
+        // A missing ballot is not ordered: the guard does not hold (conservative).
+        assert!(!g.holds(&Map::new(), &obj(later)));
     }
 }
