@@ -227,7 +227,7 @@ fn guard_to_sym(e: &GExpr) -> Option<Sym> {
             Scope::Node => Sym::N(path[0].clone()),
             Scope::Msg => Sym::M(path[0].clone()),
             // Conditions over a global state; sets-file guards never hold them.
-            Scope::At(_) => return None,
+            Scope::At(_) | Scope::Param(_) => return None,
         },
         GExpr::Var { .. } | GExpr::Quant(..) => return None,
         GExpr::Not(a) => Sym::Not(Box::new(guard_to_sym(a)?)),
@@ -401,6 +401,7 @@ pub fn run(
                     atoms: s.atoms,
                     sets: s.sets,
                 };
+                p.sets.sent_under_control();
                 p.sets.widen(spec);
                 if let Some(r) = report {
                     as_reported(&mut p, r);
@@ -549,10 +550,14 @@ pub fn run(
     gaps.extend(crate::unmatched::report(prog, spec, &matched, &wf));
     let volatile: BTreeSet<String> = vars
         .values()
-        .filter(|v| !v.persistent)
+        .filter(|v| !v.persistent && !spec.is_holder(&v.name))
         .map(|v| v.name.clone())
         .collect();
-    let all: BTreeSet<String> = vars.keys().cloned().collect();
+    let all: BTreeSet<String> = vars
+        .keys()
+        .filter(|v| !spec.is_holder(v))
+        .cloned()
+        .collect();
     let crash = vec![RawFault {
         guard: "true".into(),
         update: crash_self.unwrap_or(volatile),

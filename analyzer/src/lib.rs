@@ -119,6 +119,9 @@ pub struct Analysis {
     pub handlers: Vec<HandlerReport>,
     pub kinds: BTreeMap<String, KindReport>,
     pub elapsed: Duration,
+    /// Message kinds taken from another sets file (`keep_from`), and that file.
+    pub kept: Vec<String>,
+    pub kept_from: Option<String>,
 }
 
 impl Analysis {
@@ -138,6 +141,52 @@ impl Analysis {
 
     pub fn gaps(&self) -> &[Gap] {
         &self.gaps
+    }
+
+    /// Complete the sets with what `file` (a sets file, e.g. a hand-written one) says about
+    /// the message kinds this analysis did not produce: code it was not given or cannot see
+    /// (`flymc analyze --keep FILE`). Their entries are copied, the node variables joined, and
+    /// each crash and reboot entry's variables added to the analysed ones (sound for both).
+    /// Returns the kinds kept; the text report names them.
+    pub fn keep_from(&mut self, file: &Path) -> Result<Vec<String>, AnalyzeError> {
+        let shown = file.display().to_string();
+        let text = std::fs::read_to_string(file).map_err(|e| AnalyzeError::Read {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        flymc_model::sets::SetsFile::parse(&shown, &text, &Default::default()).map_err(|e| {
+            AnalyzeError::Annotation {
+                file: shown.clone(),
+                message: format!("not a sets file flymc accepts: {e}"),
+            }
+        })?;
+        let other: RawSets = serde_json::from_str(&text).map_err(|e| AnalyzeError::Annotation {
+            file: shown.clone(),
+            message: format!("not a sets file: {e}"),
+        })?;
+        let mut kept = Vec::new();
+        for (kind, m) in other.messages {
+            if !self.sets.messages.contains_key(&kind) {
+                self.sets.messages.insert(kind.clone(), m);
+                kept.push(kind);
+            }
+        }
+        self.sets.node_vars.extend(other.node_vars);
+        self.sets.shared.extend(other.shared);
+        for (mine, theirs) in [
+            (&mut self.sets.crash, other.crash),
+            (&mut self.sets.reboot, other.reboot),
+        ] {
+            for f in theirs {
+                for e in mine.iter_mut() {
+                    e.update.extend(f.update.iter().cloned());
+                    e.peer_update.extend(f.peer_update.iter().cloned());
+                }
+            }
+        }
+        self.kept = kept.clone();
+        self.kept_from = Some(shown);
+        Ok(kept)
     }
 }
 
@@ -275,5 +324,7 @@ pub fn analyze(opts: &AnalyzeOptions) -> Result<Analysis, AnalyzeError> {
         handlers: out.handlers,
         kinds: out.kinds,
         elapsed: start.elapsed(),
+        kept: Vec::new(),
+        kept_from: None,
     })
 }

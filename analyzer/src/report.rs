@@ -20,6 +20,9 @@ pub fn json(s: &RawSets) -> String {
     let _ = writeln!(o, "  \"version\": {},", s.version);
     let _ = writeln!(o, "  \"system\": {},", one(&s.system));
     let _ = writeln!(o, "  \"node_vars\": {},", one(&s.node_vars));
+    if !s.shared.is_empty() {
+        let _ = writeln!(o, "  \"shared\": {},", one(&s.shared));
+    }
     o.push_str("  \"messages\": {");
     let n = s.messages.len();
     for (i, (k, m)) in s.messages.iter().enumerate() {
@@ -74,6 +77,17 @@ pub fn text(a: &Analysis) -> String {
         a.elapsed.as_secs_f64()
     );
     let _ = writeln!(o, "node variables: {}", set(&s.node_vars));
+    if let Some(from) = &a.kept_from {
+        let _ = writeln!(
+            o,
+            "kept from {from} (not analysed): {}",
+            if a.kept.is_empty() {
+                "--".to_string()
+            } else {
+                a.kept.join(", ")
+            }
+        );
+    }
     o.push('\n');
     for (kind, m) in &s.messages {
         let from = a

@@ -75,6 +75,12 @@ pub struct NodeStateDecl {
     /// the leader): reading, updating or sending it counts for all of them.
     #[serde(default)]
     pub also: Vec<String>,
+    /// Fields of this field's object that are reported variables of their own
+    /// (`{ ballot = "in_progress_ballot", update = "proposal" }` for Cassandra's in-progress
+    /// `Commit`): `x.ballot` reads and guards as `in_progress_ballot`; the object as a whole
+    /// stands for all of its parts and is no variable of its own.
+    #[serde(default)]
+    pub parts: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default, Deserialize, Clone)]
@@ -140,6 +146,18 @@ pub struct CallDecl {
     pub disk: Option<String>,
     /// The node variable whose value the call returns.
     pub returns: Option<String>,
+    /// What the call's value means, in the guard language over the parameters that `call`
+    /// names (`call = "Commit.isAfter(a, b)"`, `means = "a.ballot > b.ballot"`): conditions on
+    /// it become guards and what it reads counts, instead of inlining or an opaque result.
+    pub means: Option<String>,
+}
+
+/// A method summary: `means` over `params` (the receiver first when there is one more
+/// parameter than the call has arguments).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub params: Vec<String>,
+    pub body: flymc_model::guard::Expr,
 }
 
 /// A command queue: `call` pushes its argument, `run` (`Class.method`, taking the command)
@@ -253,6 +271,7 @@ pub struct CallModel {
     pub send: bool,
     pub disk: Option<String>,
     pub returns: Option<String>,
+    pub summary: Option<Summary>,
 }
 
 /// Everything resolved, from either source.
@@ -276,6 +295,9 @@ pub struct Spec {
     pub queues: Vec<QueueModel>,
     /// variable -> the further reported variables it stands for (`NodeStateDecl::also`).
     pub also: BTreeMap<String, BTreeSet<String>>,
+    /// variable -> its object's fields that are reported variables (`NodeStateDecl::parts`).
+    /// Such a variable is only its parts: the sets name the parts, never it.
+    pub parts: BTreeMap<String, BTreeMap<String, String>>,
     /// Side-file `pure` patterns (see `SideFile::pure`).
     pub pure: BTreeSet<CallPat>,
     /// Every call pattern the side file declares: one that matches no call is reported (see
@@ -295,6 +317,11 @@ pub struct Declared {
 
 impl Spec {
     /// `var` and the variables it also stands for.
+    /// Variables that only stand for their parts (see `parts`).
+    pub fn is_holder(&self, var: &str) -> bool {
+        self.parts.contains_key(var)
+    }
+
     pub fn with_also<'s>(&'s self, var: &'s str) -> impl Iterator<Item = &'s str> + 's {
         std::iter::once(var).chain(self.also.get(var).into_iter().flatten().map(|s| s.as_str()))
     }
@@ -508,6 +535,34 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
     }
     for d in &side.node_state {
         let name_of = |f: &str| d.name.clone().unwrap_or_else(|| f.to_string());
+        // A holder of parts is unreported: no guard compares it, its parts are the variables.
+        let mut d = d.clone();
+        if !d.parts.is_empty() {
+            let (Some(_), Some(f)) = (&d.class, &d.field) else {
+                return Err(err(
+                    file,
+                    "[[node_state]] `parts` needs `class` and `field`".into(),
+                ));
+            };
+            let holder = name_of(f);
+            if let Some(v) = d.parts.values().find(|v| **v == holder) {
+                return Err(err(
+                    file,
+                    format!("[[node_state]] `{f}`: part `{v}` has the holder's own name; leave `name` out or name the holder apart from its parts"),
+                ));
+            }
+            d.guards = false;
+            d.also.extend(d.parts.values().cloned());
+            spec.parts.insert(holder, d.parts.clone());
+            for v in d.parts.values() {
+                spec.virtuals.entry(v.clone()).or_insert(NodeVar {
+                    name: v.clone(),
+                    persistent: d.persistent,
+                    guards: true,
+                });
+            }
+        }
+        let d = &d;
         if !d.also.is_empty() {
             let (Some(_), Some(f)) = (&d.class, &d.field) else {
                 return Err(err(
@@ -713,8 +768,10 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
     for d in &side.disk {
         declare("[[disk]]", &d.call);
     }
-    for c in &side.call {
-        declare("[[call]]", &c.call);
+    let calls: Vec<(String, Option<Vec<String>>)> =
+        side.call.iter().map(|c| split_params(&c.call)).collect();
+    for (c, _) in &calls {
+        declare("[[call]]", c);
     }
     for q in &side.queue {
         declare("[[queue]]", &q.call);
@@ -734,9 +791,38 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
         }
         spec.disks.entry(p).or_default().push(d.file.clone());
     }
-    for c in &side.call {
+    for (c, (pat, params)) in side.call.iter().zip(&calls) {
+        let summary = match (params, &c.means) {
+            (Some(params), Some(means)) => {
+                let body = flymc_model::guard::parse_summary(means, params).map_err(|e| {
+                    let (line, col) = text_position(&side.text, means, e.column);
+                    err(
+                        file,
+                        format!("line {line}, column {col}: [[call]] `{}` means: {}", c.call, e.message),
+                    )
+                })?;
+                Some(Summary {
+                    params: params.clone(),
+                    body,
+                })
+            }
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(err(
+                    file,
+                    format!("[[call]] `{}` has `means` but names no parameters: write them in `call`, e.g. `Commit.isAfter(a, b)` (the receiver first)", c.call),
+                ))
+            }
+            (Some(_), None) => {
+                return Err(err(
+                    file,
+                    format!("[[call]] `{}` names parameters but says nothing they mean: add `means = \"...\"` over them, or drop the parentheses", c.call),
+                ))
+            }
+        };
         spec.models.push(CallModel {
-            pat: CallPat::parse(&c.call),
+            pat: CallPat::parse(pat),
+            summary,
             read: c.read.clone(),
             update: c.update.clone(),
             increments: c.increments.clone(),
@@ -771,6 +857,41 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
     }
     check_model_vars(&spec, file)?;
     Ok(spec)
+}
+
+/// `Commit.isAfter(a, b)` -> (`Commit.isAfter`, the parameters `a`, `b`); no parentheses:
+/// no parameters.
+fn split_params(call: &str) -> (String, Option<Vec<String>>) {
+    match call
+        .trim()
+        .strip_suffix(')')
+        .and_then(|c| c.split_once('('))
+    {
+        Some((pat, params)) => (
+            pat.trim().to_string(),
+            Some(
+                params
+                    .split(',')
+                    .map(|p| p.trim().to_string())
+                    .filter(|p| !p.is_empty())
+                    .collect(),
+            ),
+        ),
+        None => (call.trim().to_string(), None),
+    }
+}
+
+/// The 1-based line and column in the side file of `column` (1-based) within the first
+/// quoted occurrence of `inner` (0, 0 when it is not found verbatim, e.g. it had escapes).
+fn text_position(text: &str, inner: &str, column: usize) -> (usize, usize) {
+    let quoted = format!("\"{inner}\"");
+    text.lines()
+        .enumerate()
+        .find_map(|(i, l)| {
+            l.find(&quoted)
+                .map(|at| (i + 1, l[..at].chars().count() + 1 + column))
+        })
+        .unwrap_or((0, 0))
 }
 
 fn check_model_vars(spec: &Spec, file: &Path) -> Result<(), AnalyzeError> {
@@ -1034,6 +1155,7 @@ pub fn merge(mut a: Spec, b: Spec) -> Spec {
     for (k, v) in b.also {
         a.also.entry(k).or_default().extend(v);
     }
+    a.parts.extend(b.parts);
     a.pure.extend(b.pure);
     a.declared.extend(b.declared);
     a

@@ -1180,3 +1180,186 @@ fn a_top_level_key_after_a_table_is_explained() {
     );
     assert!(!e.contains('\n'));
 }
+
+/// Issue 23 (1): method summaries make the guards Paxos needs out of library comparisons
+/// (`UUID.timestamp()`, `UUID.equals`, inlined through `isAfter` / `hasBallot`) and a helper
+/// summarised instead of inlined (`Ballots.newer`); `parts` make a node object's fields
+/// variables of their own. The promise is guarded and its disk write is only in that branch.
+#[test]
+fn summaries_and_parts_give_the_paxos_guards() {
+    let a = check_side_corpus("paxos_summaries");
+    let s = a.sets();
+    let entry = |kind: &str, guard: &str| {
+        s.messages[kind]
+            .entries
+            .iter()
+            .find(|e| e.guard == guard)
+            .unwrap_or_else(|| panic!("{kind}: no entry `{guard}`\n{}", a.to_text()))
+            .clone()
+    };
+    let promise = entry("prepare", "m.ballot > n.promised");
+    assert_eq!(promise.disk, ["promise".to_string()].into());
+    let reject = entry("prepare", "m.ballot <= n.promised");
+    assert!(reject.disk.is_empty() && reject.update.is_empty());
+    // accept when the ballot is the promised one or newer
+    for g in [
+        "m.ballot == n.promised",
+        "m.ballot != n.promised && m.ballot > n.promised",
+    ] {
+        let accept = entry("propose", g);
+        assert_eq!(
+            accept.update,
+            ["accepted", "promised"].map(String::from).into()
+        );
+        assert_eq!(accept.disk, ["proposal".to_string()].into());
+    }
+    let reject = entry(
+        "propose",
+        "m.ballot != n.promised && m.ballot <= n.promised",
+    );
+    assert!(reject.update.is_empty() && reject.disk.is_empty());
+    let commit = entry("commit", "m.ballot > n.commit_ballot");
+    assert_eq!(
+        commit.update,
+        ["commit_ballot", "commit_value"].map(String::from).into()
+    );
+    // The holders are no variables: only their parts are.
+    assert_eq!(
+        s.node_vars,
+        ["accepted", "commit_ballot", "commit_value", "promised"]
+            .map(String::from)
+            .into()
+    );
+    // Every condition became a guard except the one on a whole holder (`inProgress == null`).
+    let opaque: Vec<String> = a
+        .gaps()
+        .iter()
+        .map(|g| g.to_string())
+        .filter(|g| g.contains("could not become guards"))
+        .collect();
+    assert_eq!(opaque.len(), 1, "{opaque:#?}");
+    assert!(opaque[0].contains("Replica.commit"), "{opaque:#?}");
+}
+
+/// Issue 23 (3): a reply whose value a branch over node state chooses (`reply(true)` or
+/// `reply(false)`), or whose existence it decides, counts what the branch reads as sent.
+#[test]
+fn a_send_chosen_by_a_branch_reads_what_the_branch_reads() {
+    let a = check_side_corpus("paxos_summaries");
+    let s = a.sets();
+    for e in &s.messages["prepare"].entries {
+        assert!(e.send.contains("promised"), "{}", a.to_text());
+    }
+    // the acknowledgement sent only when nothing is in progress
+    for e in &s.messages["commit"].entries {
+        assert!(
+            e.send.contains("promised") && e.send.contains("accepted"),
+            "{}",
+            a.to_text()
+        );
+    }
+}
+
+/// Issue 23 (1): a summary that does not parse names the side file's line and column; a
+/// summary without parameters, parameters without a summary, and a part named like its holder
+/// are one-line errors.
+#[test]
+fn bad_summaries_and_parts_are_annotation_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(corpus("paxos_summaries").join("annotations.toml")).unwrap();
+    let run = |edit: &dyn Fn(&str) -> String| {
+        let side = dir.path().join("bad.toml");
+        std::fs::write(&side, edit(&text)).unwrap();
+        let e = analyze(&opts(
+            Lang::Java,
+            vec![corpus("paxos_summaries")],
+            Some(side.clone()),
+            "s",
+        ))
+        .expect_err("an error");
+        assert!(matches!(e, AnalyzeError::Annotation { .. }), "{e}");
+        let e = e.to_string();
+        assert!(!e.contains('\n'), "{e}");
+        e.strip_prefix(&format!("{}: ", side.display()))
+            .unwrap_or_else(|| panic!("{e}"))
+            .to_string()
+    };
+    let line = text
+        .lines()
+        .position(|l| l.contains("means = \"a > b\""))
+        .unwrap()
+        + 1;
+    let e = run(&|t| t.replace("means = \"a > b\"", "means = \"a > n.b\""));
+    assert!(
+        e.starts_with(&format!(
+            "line {line}, column 14: [[call]] `Ballots.newer(a, b)` means: unknown name `n`"
+        )),
+        "{e}"
+    );
+    let e = run(&|t| t.replace("\"Ballots.newer(a, b)\"", "\"Ballots.newer\""));
+    assert!(e.contains("has `means` but names no parameters"), "{e}");
+    let e = run(&|t| t.replace("means = \"a > b\"\n", ""));
+    assert!(
+        e.contains("names parameters but says nothing they mean"),
+        "{e}"
+    );
+    let e = run(&|t| {
+        t.replace(
+            "field = \"inProgress\"\n",
+            "field = \"inProgress\"\nname = \"promised\"\n",
+        )
+    });
+    assert!(
+        e.contains("part `promised` has the holder's own name"),
+        "{e}"
+    );
+}
+
+/// Cassandra 2.0.0's paxos package, when its source is on this machine (FLYMC_CASSANDRA_SRC
+/// names the folder holding `src/java`; see integrations/cassandra-sim/ANALYSIS.md): the
+/// shipped `sets-analysed.json` is what the analyzer writes from it, with the coordinator kinds
+/// kept from the hand-written `sets.json`, and the replica kinds are guarded.
+#[test]
+fn cassandra_paxos_sets_file_is_the_analysis_of_its_source() {
+    let Some(root) = std::env::var_os("FLYMC_CASSANDRA_SRC") else {
+        eprintln!("skipped: FLYMC_CASSANDRA_SRC is not set");
+        return;
+    };
+    let paxos = PathBuf::from(root).join("src/java/org/apache/cassandra/service/paxos");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let sim = repo.join("integrations/cassandra-sim");
+    let mut a = analyze(&opts(
+        Lang::Java,
+        vec![paxos],
+        Some(sim.join("analysis/paxos-2.0.toml")),
+        "cassandra-sim",
+    ))
+    .unwrap();
+    assert!(a.gaps().is_empty(), "{:#?}", a.gaps());
+    let kept = a.keep_from(&sim.join("sets.json")).unwrap();
+    assert_eq!(
+        kept,
+        [
+            "cas",
+            "commit_response",
+            "prepare_response",
+            "propose_response"
+        ]
+        .map(String::from)
+    );
+    let guards = |k: &str| -> Vec<String> {
+        a.sets().messages[k]
+            .entries
+            .iter()
+            .map(|e| e.guard.clone())
+            .collect()
+    };
+    assert_eq!(guards("prepare")[0], "m.ballot > n.in_progress_ballot");
+    assert!(guards("propose").contains(&"m.ballot == n.in_progress_ballot".to_string()));
+    assert_is_shipped(
+        &a,
+        &repo,
+        "integrations/cassandra-sim/sets-analysed.json",
+        "regenerate it with the command in integrations/cassandra-sim/ANALYSIS.md",
+    );
+}

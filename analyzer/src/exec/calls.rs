@@ -1,6 +1,7 @@
 //! Calls: constructors, sends, disk writes, calls into library code and inlining calls into
 //! the analysed sources (with summaries).
 
+use flymc_model::guard::{Expr as GExpr, Op as GOp, Scope as GScope};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
@@ -253,11 +254,25 @@ impl<'a> Exec<'a> {
             if let Some(d) = &m.disk {
                 st.sets.disk.insert(d.clone());
             }
-            let v = match &m.returns {
-                Some(var) => self.read_var(&mut st, var),
-                None => Val::tainted(args_taint.clone()),
+            // A summary says what the value is; it wins over `returns` and the arguments.
+            let summed = m.summary.as_ref().and_then(|sum| {
+                let binds: Vec<Val> = if sum.params.len() == vals.len() + 1 {
+                    std::iter::once(rv.clone())
+                        .chain(vals.iter().cloned())
+                        .collect()
+                } else if sum.params.len() == vals.len() {
+                    vals.clone()
+                } else {
+                    return None;
+                };
+                Some(self.summary_val(&mut st, &sum.body, &binds))
+            });
+            let v = match (summed, &m.returns) {
+                (Some(v), _) => v,
+                (None, Some(var)) => self.read_var(&mut st, var),
+                (None, None) => Val::tainted(args_taint.clone()),
             };
-            if m.returns.is_some() || modelled.is_none() {
+            if m.summary.is_some() || m.returns.is_some() || modelled.is_none() {
                 modelled = Some(v);
             }
         }
@@ -368,7 +383,10 @@ impl<'a> Exec<'a> {
                     t
                 };
                 let mut res = self.inline_memo(&st, m, this, vals.clone(), line);
-                if let Some(r) = recv {
+                // A call on the message (or a field of it: `proposal.hasBallot(b)`) leaves it
+                // as delivered: its fields stay the message's, for the next condition on them.
+                let on_message = matches!(rv.sym, Some(Sym::M(_)));
+                if let Some(r) = recv.filter(|_| !on_message) {
                     if !args_taint.is_empty() {
                         for (s, _) in &mut res {
                             taint_root_local(s, r, &args_taint);
@@ -526,6 +544,68 @@ impl<'a> Exec<'a> {
             taint.retain(|s| !matches!(s, Src::S(_)));
         }
         vec![(st, Val::tainted(taint))]
+    }
+
+    /// A summary's body with its parameters bound to what the call passes: `a.ballot` is
+    /// the field of the first argument (so a node object's part or a message field), and the
+    /// value is symbolic where every operand is.
+    fn summary_val(&self, st: &mut St, e: &GExpr, binds: &[Val]) -> Val {
+        let un = |st: &mut St, a: &GExpr, f: fn(Sym) -> Sym| {
+            let x = self.summary_val(st, a, binds);
+            let taint = x.all_taint();
+            Val {
+                sym: x.sym.map(f),
+                ..Val::tainted(taint)
+            }
+        };
+        match e {
+            GExpr::Lit(v) => Val::sym(match v {
+                serde_json::Value::Bool(b) => Sym::Bool(*b),
+                serde_json::Value::String(t) => Sym::Str(t.clone()),
+                serde_json::Value::Number(n) => match n.as_i64() {
+                    Some(i) => Sym::Int(i),
+                    None => return Val::opaque(),
+                },
+                _ => Sym::Null,
+            }),
+            GExpr::Var {
+                scope: GScope::Param(k),
+                path,
+            } => {
+                let mut v = binds.get(*k).cloned().unwrap_or_else(Val::opaque);
+                for f in path {
+                    v = self.field_access(st, &v, f);
+                }
+                v
+            }
+            GExpr::Not(a) => un(st, a, |s| Sym::Not(Box::new(s))),
+            GExpr::Neg(a) => un(st, a, |s| Sym::Neg(Box::new(s))),
+            GExpr::Len(a) => un(st, a, |s| Sym::Len(Box::new(s))),
+            GExpr::Bin(a, op, b) => {
+                let x = self.summary_val(st, a, binds);
+                let y = self.summary_val(st, b, binds);
+                let op = match op {
+                    GOp::Or => SOp::Or,
+                    GOp::And => SOp::And,
+                    GOp::Eq => SOp::Eq,
+                    GOp::Ne => SOp::Ne,
+                    GOp::Lt => SOp::Lt,
+                    GOp::Le => SOp::Le,
+                    GOp::Gt => SOp::Gt,
+                    GOp::Ge => SOp::Ge,
+                    GOp::Add => SOp::Add,
+                    GOp::Sub => SOp::Sub,
+                };
+                let mut taint = x.all_taint();
+                taint.extend(y.all_taint());
+                Val {
+                    sym: x.sym.zip(y.sym).map(|(x, y)| Sym::bin(x, op, y).simplify()),
+                    ..Val::tainted(taint)
+                }
+            }
+            // Summary bodies name only their parameters (`parse_summary`).
+            GExpr::Var { .. } | GExpr::Quant(..) => Val::opaque(),
+        }
     }
 
     pub(super) fn find_method(&self, class: &str, name: &str, argc: usize) -> Option<&'a Method> {

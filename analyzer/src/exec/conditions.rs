@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::state::normalize;
-use super::{Exec, St, Status, Val};
+use super::{Exec, St, Status};
 use crate::ir::*;
 use crate::sym::{inconsistent, Atom, SOp, Sym};
 
@@ -44,6 +44,8 @@ impl<'a> Exec<'a> {
                         f.push(s);
                         continue;
                     }
+                    let mut s = s;
+                    s.sets.branched_on(&v);
                     let (m, u) = self.match_pat(s, pat, &v);
                     t.extend(m);
                     f.extend(u);
@@ -59,7 +61,8 @@ impl<'a> Exec<'a> {
                         f.push(s);
                         continue;
                     }
-                    self.note_reads(&mut s.clone(), &v);
+                    let mut s = s;
+                    s.sets.branched_on(&v);
                     match v.sym.map(Sym::simplify) {
                         Some(Sym::Bool(true)) => t.push(s),
                         Some(Sym::Bool(false)) => f.push(s),
@@ -82,8 +85,6 @@ impl<'a> Exec<'a> {
             }
         }
     }
-
-    pub(super) fn note_reads(&self, _st: &mut St, _v: &Val) {}
 
     pub(super) fn assume_sym(&self, st: St, s: Sym, truth: bool) -> Vec<St> {
         // Constants compared with constants (`UpdateCurrentLeader::Unknown` matched against

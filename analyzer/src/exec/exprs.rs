@@ -64,6 +64,13 @@ impl<'a> Exec<'a> {
     /// The value of `obj.field` where the field is declared in `owner`.
     pub(super) fn field_of(&self, st: &mut St, owner: &Class, field: &str, obj: &Val) -> Val {
         if let Obj::Node(var) = &obj.obj {
+            let ty = owner.fields.get(field).and_then(|f| f.ty.clone());
+            // a part the side file names: a variable of its own
+            if let Some(part) = self.spec.parts.get(var).and_then(|p| p.get(field)) {
+                let mut v = self.read_var(st, part);
+                v.ty = ty;
+                return v;
+            }
             // part of a node variable's object
             let mut v = self.read_var(st, var);
             v.sym = None;
@@ -72,6 +79,10 @@ impl<'a> Exec<'a> {
         }
         if obj.obj == Obj::Msg {
             return self.msg_field(st, field);
+        }
+        // `ballot` inside a method of the message field's class (`this` is the field)
+        if let Some(v) = self.nested_msg_field(st, obj, field) {
+            return v;
         }
         if let Some(var) = self.field_var(&owner.name, field) {
             return self.read_var(st, &var);
@@ -101,6 +112,27 @@ impl<'a> Exec<'a> {
             obj: Obj::Plain,
             ty: f.and_then(|f| f.ty.clone()),
         }
+    }
+
+    /// A field of a message field (`rpc.vote.leader_id.term`) is a nested field of the
+    /// message, which `report` may name by the hook's flat field name. Only paths a `report`
+    /// names (or leads to) are split out; any other field of a message field stays part of it.
+    /// It keeps its declared type, so calls on it match patterns by type (`UUID.equals`).
+    fn nested_msg_field(&self, st: &mut St, o: &Val, f: &str) -> Option<Val> {
+        let Some(Sym::M(p)) = &o.sym else {
+            return None;
+        };
+        let path = format!("{p}.{f}");
+        if !self.nested.contains(&path) {
+            return None;
+        }
+        let mut v = self.msg_field(st, &path);
+        v.ty =
+            o.ty.as_ref()
+                .and_then(|t| self.field_owner(t, f, false))
+                .and_then(|c| c.fields.get(f))
+                .and_then(|x| x.ty.clone());
+        Some(v)
     }
 
     pub(super) fn msg_field(&self, st: &mut St, field: &str) -> Val {
@@ -517,15 +549,8 @@ impl<'a> Exec<'a> {
                 }
             }
             Obj::Plain => {
-                // A field of a message field (`rpc.vote.leader_id.term`) is a nested field of
-                // the message, which `report` may name by the hook's flat field name.
-                // Only paths a `report` names (or leads to) are split out; any other field of a
-                // message field stays part of it, as before.
-                if let Some(Sym::M(p)) = &o.sym {
-                    let path = format!("{p}.{f}");
-                    if self.nested.contains(&path) {
-                        return self.msg_field(st, &path);
-                    }
+                if let Some(v) = self.nested_msg_field(st, o, f) {
+                    return v;
                 }
             }
         }
@@ -679,10 +704,16 @@ impl<'a> Exec<'a> {
                 for (mut st, o) in self.eval(obj, st) {
                     match &o.obj {
                         Obj::Msg => {}
-                        Obj::Node(var) => {
-                            let var = var.clone();
-                            self.touch_var(&mut st, &var, &v.all_taint());
-                        }
+                        Obj::Node(var) => match self.spec.parts.get(var).and_then(|p| p.get(f)) {
+                            Some(part) => {
+                                let part = part.clone();
+                                self.write_var(&mut st, &part, v.clone(), increment);
+                            }
+                            None => {
+                                let var = var.clone();
+                                self.touch_var(&mut st, &var, &v.all_taint());
+                            }
+                        },
                         Obj::Class(c) => {
                             if let Some(owner) = self.field_owner(c, f, false) {
                                 if let Some(var) = self.field_var(&owner.name, f) {

@@ -4,7 +4,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 
-use super::{Val, MAX_GROUPS, MAX_STATES};
+use super::{Src, Val, MAX_GROUPS, MAX_STATES};
 use crate::spec::Spec;
 use crate::sym::Atom;
 
@@ -19,6 +19,9 @@ pub struct Sets {
     pub msg_fields: BTreeSet<String>,
     /// Does the path send a message at all?
     pub sends: bool,
+    /// Node variables the path's branch conditions read: whether it sends, and what (a
+    /// constant a branch chose), depends on them (`sent_under_control`).
+    pub control: BTreeSet<String>,
 }
 
 impl Sets {
@@ -30,6 +33,26 @@ impl Sets {
         self.non_incr.extend(o.non_incr.iter().cloned());
         self.msg_fields.extend(o.msg_fields.iter().cloned());
         self.sends |= o.sends;
+        self.control.extend(o.control.iter().cloned());
+    }
+
+    /// Control-dependent sends: a path that sends counts every node variable its branches
+    /// read as sent. (An over-approximation: a branch after the send counts too. The
+    /// variables are read anyway, so independence is unchanged; the send set says what a
+    /// message may depend on.)
+    pub fn sent_under_control(&mut self) {
+        if self.sends {
+            self.send.extend(self.control.iter().cloned());
+        }
+    }
+
+    /// The branch on `v` decides what comes after it on this path.
+    pub(super) fn branched_on(&mut self, v: &Val) {
+        for t in v.all_taint() {
+            if let Src::N(x) = t {
+                self.control.insert(x);
+            }
+        }
     }
     /// Count every variable for the further reported variables it stands for
     /// (`Spec::also`): a field holding several of them is read, updated and sent as a whole.
@@ -48,6 +71,15 @@ impl Sets {
         widen(&mut self.update);
         widen(&mut self.send);
         widen(&mut self.non_incr);
+        // A holder of parts is only its parts.
+        for set in [
+            &mut self.read,
+            &mut self.update,
+            &mut self.send,
+            &mut self.non_incr,
+        ] {
+            set.retain(|v| !spec.is_holder(v));
+        }
     }
 
     pub fn increments(&self) -> BTreeSet<String> {

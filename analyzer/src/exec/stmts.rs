@@ -458,6 +458,8 @@ impl<'a> Exec<'a> {
                     res.push(st);
                     continue;
                 }
+                let mut st = st;
+                st.sets.branched_on(&v);
                 let mut remaining = vec![st];
                 let mut carry: Vec<St> = Vec::new();
                 for arm in arms {
