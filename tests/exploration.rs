@@ -72,6 +72,19 @@ fn explore_runs(
     cap: u64,
     on_run: &mut dyn FnMut(&Run, &Symmetry),
 ) -> Outcome {
+    explore_runs_with(system, workload, strategy, opts, cap, None, on_run)
+}
+
+/// `explore_runs` with a sets file other than the one the system ships.
+fn explore_runs_with(
+    system: &str,
+    workload: &str,
+    strategy: &str,
+    opts: FlymcOptions,
+    cap: u64,
+    sets: Option<&std::path::Path>,
+    on_run: &mut dyn FnMut(&Run, &Symmetry),
+) -> Outcome {
     let system = systems::find(system).unwrap();
     let folder = workloads::folder(Some(&common::workloads())).unwrap();
     let w = workloads::load(&folder, system.name(), workload).unwrap();
@@ -82,7 +95,7 @@ fn explore_runs(
         seed: 0,
         bound: 25,
         stateless_dfs: false,
-        sets: systems::load_sets(system.as_ref(), &w, None).unwrap(),
+        sets: systems::load_sets(system.as_ref(), &w, sets).unwrap(),
         flymc: opts,
         fault_vars: system.fault_vars(),
         disk_state: true,
@@ -106,15 +119,35 @@ fn explore_runs(
 
 /// Explore `workload` with `strategy`.
 fn exhaust(system: &str, workload: &str, strategy: &str, opts: FlymcOptions, cap: u64) -> Reached {
+    exhaust_with(system, workload, strategy, opts, cap, None)
+}
+
+/// `exhaust` with a sets file other than the one the system ships.
+fn exhaust_with(
+    system: &str,
+    workload: &str,
+    strategy: &str,
+    opts: FlymcOptions,
+    cap: u64,
+    sets: Option<&std::path::Path>,
+) -> Reached {
     let (mut terminal, mut all) = (HashSet::new(), HashSet::new());
-    let out = explore_runs(system, workload, strategy, opts, cap, &mut |run, sym| {
-        for st in &run.states {
-            all.insert(sym.abstract_state(st).hash);
-        }
-        if run.ending == Ending::Quiescent && run.final_enabled.is_empty() {
-            terminal.insert(sym.abstract_state(run.states.last().unwrap()).hash);
-        }
-    });
+    let out = explore_runs_with(
+        system,
+        workload,
+        strategy,
+        opts,
+        cap,
+        sets,
+        &mut |run, sym| {
+            for st in &run.states {
+                all.insert(sym.abstract_state(st).hash);
+            }
+            if run.ending == Ending::Quiescent && run.final_enabled.is_empty() {
+                terminal.insert(sym.abstract_state(run.states.last().unwrap()).hash);
+            }
+        },
+    );
     Reached {
         paths: out.paths,
         exhausted: out.exhausted,
@@ -228,6 +261,37 @@ fn flymc_without_parallel_flips_reaches_every_end_state_dfs_reaches() {
         assert_eq!(dfs.all, all, "{workload}");
         assert_eq!(dfs.terminal, terminal, "{workload}");
     }
+}
+
+/// Issue 23: the sets file `flymc analyze` wrote from Cassandra 2.0's paxos sources
+/// (integrations/cassandra-sim/sets-analysed.json) is as sound as the hand-written one: flymc
+/// with it (without parallel flips) still reaches every end state of paxos-1.
+#[test]
+fn flymc_with_the_analysed_cassandra_sets_reaches_every_paxos_1_end_state() {
+    let no_pf = FlymcOptions {
+        parallel_flips: false,
+        ..FlymcOptions::default()
+    };
+    let analysed = common::workloads().join("../integrations/cassandra-sim/sets-analysed.json");
+    let (all, terminal) = reachable("cassandra-sim", "paxos-1");
+    let fly = exhaust_with(
+        "cassandra-sim",
+        "paxos-1",
+        "flymc",
+        no_pf,
+        200_000,
+        Some(&analysed),
+    );
+    assert!(fly.exhausted, "flymc did not exhaust paxos-1");
+    let missing = terminal.difference(&fly.terminal).count();
+    assert_eq!(
+        missing,
+        0,
+        "paxos-1: flymc with the analysed sets ({} paths) missed {missing} of the {} end states",
+        fly.paths,
+        terminal.len()
+    );
+    assert!(fly.all.is_subset(&all));
 }
 
 /// Ballots come from one clock shared by every coordinator (the order rounds start), so two

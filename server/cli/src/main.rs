@@ -104,6 +104,10 @@ struct AnalyzeArgs {
     /// What to print: the sets file as JSON, or a human-readable report.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     format: String,
+    /// Take the message kinds the analysis does not produce (code it was not given) from
+    /// this sets file, e.g. a hand-written one; the report names them.
+    #[arg(long, value_name = "SETS.json")]
+    keep: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -141,6 +145,10 @@ struct BenchArgs {
     /// Only these strategies (comma-separated; flymc's ablations run with flymc).
     #[arg(long, value_delimiter = ',')]
     strategies: Vec<String>,
+    /// sims: use this sets file instead of the one its system ships (for the system the
+    /// file's `system` names; repeatable), e.g. one `flymc analyze` wrote.
+    #[arg(long, value_name = "FILE")]
+    sets: Vec<PathBuf>,
     /// Depth bound for bdpor and brdpor.
     #[arg(long, default_value_t = 25)]
     bound: usize,
@@ -691,7 +699,10 @@ fn analyze(args: AnalyzeArgs) -> Result<u8> {
         annotations: args.annotations,
         system: args.system,
     };
-    let a = flymc_analyzer::analyze(&opts)?;
+    let mut a = flymc_analyzer::analyze(&opts)?;
+    if let Some(keep) = &args.keep {
+        a.keep_from(keep)?;
+    }
     for gap in a.gaps() {
         eprintln!("warning: {gap}");
     }
@@ -762,6 +773,7 @@ fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
         only: args.only,
         strategies: args.strategies,
         bound: args.bound,
+        sets: flymc::bench::sets_by_system(&args.sets)?,
     };
     println!(
         "flymc bench {}: cap {} paths, {} seeds for random strategies, {} explorations side by side",

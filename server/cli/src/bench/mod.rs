@@ -35,6 +35,33 @@ pub struct BenchConfig {
     /// Only these strategies (all when empty); flymc's ablations run when flymc does.
     pub strategies: Vec<String>,
     pub bound: usize,
+    /// Sets files used instead of the shipped ones, by system (`--sets`).
+    pub sets: std::collections::BTreeMap<String, PathBuf>,
+}
+
+/// `--sets` files by the system each names.
+pub fn sets_by_system(files: &[PathBuf]) -> Result<std::collections::BTreeMap<String, PathBuf>> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        system: String,
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for f in files {
+        let text = std::fs::read_to_string(f)
+            .with_context(|| format!("cannot read sets file {}", f.display()))?;
+        let head: Head = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a sets file", f.display()))?;
+        systems::find(&head.system)?;
+        if let Some(old) = out.insert(head.system.clone(), f.clone()) {
+            anyhow::bail!(
+                "{} and {} are both sets files of `{}`: give one per system",
+                old.display(),
+                f.display(),
+                head.system
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// The exhaustion workloads of FlyMC's Figure 1.
@@ -152,7 +179,11 @@ struct Job {
 
 fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
     let system = systems::find(&job.system)?;
-    let sets = systems::load_sets(system.as_ref(), &job.workload, None)?;
+    let sets = systems::load_sets(
+        system.as_ref(),
+        &job.workload,
+        cfg.sets.get(&job.system).map(PathBuf::as_path),
+    )?;
     let ctx = StrategyContext {
         workload: &job.workload,
         symmetry: system.symmetry(&job.workload),
