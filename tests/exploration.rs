@@ -237,21 +237,7 @@ fn flymc_without_parallel_flips_reaches_every_end_state_dfs_reaches() {
         ("raft-sim", "raft-2"),
         ("cassandra-sim", "paxos-1"),
     ] {
-        let (all, terminal) = reachable(system, workload);
-        let fly = exhaust(system, workload, "flymc", no_pf, 200_000);
-        assert!(fly.exhausted, "flymc did not exhaust {workload}");
-        let missing = terminal.difference(&fly.terminal).count();
-        assert_eq!(
-            missing,
-            0,
-            "{workload}: flymc ({} paths) missed {missing} of the {} end states",
-            fly.paths,
-            terminal.len()
-        );
-        assert!(
-            fly.all.is_subset(&all),
-            "{workload}: flymc reported states that cannot be reached"
-        );
+        assert_flymc_reaches_every_end_state(system, workload, None);
     }
     // The reference search is what DFS reaches: where DFS exhausts, they agree.
     for (system, workload) in [("raft-sim", "raft-1"), ("cassandra-sim", "paxos-1")] {
@@ -264,34 +250,43 @@ fn flymc_without_parallel_flips_reaches_every_end_state_dfs_reaches() {
 }
 
 /// Issue 23: the sets file `flymc analyze` wrote from Cassandra 2.0's paxos sources
-/// (integrations/cassandra-sim/sets-analysed.json) is as sound as the hand-written one: flymc
-/// with it (without parallel flips) still reaches every end state of paxos-1.
+/// (integrations/cassandra-sim/sets-analysed.json, which the target ships) is as sound as the
+/// hand-written one: flymc with either (without parallel flips) reaches every end state of
+/// paxos-1.
 #[test]
-fn flymc_with_the_analysed_cassandra_sets_reaches_every_paxos_1_end_state() {
+fn flymc_with_either_cassandra_sets_file_reaches_every_paxos_1_end_state() {
+    let sim = common::workloads().join("../integrations/cassandra-sim");
+    for file in ["sets-analysed.json", "sets.json"] {
+        assert_flymc_reaches_every_end_state("cassandra-sim", "paxos-1", Some(&sim.join(file)));
+    }
+}
+
+/// flymc without parallel flips exhausts `workload` (with `sets`, or the shipped sets file),
+/// reaching every end state a complete search reaches and no state it does not.
+fn assert_flymc_reaches_every_end_state(
+    system: &str,
+    workload: &str,
+    sets: Option<&std::path::Path>,
+) {
     let no_pf = FlymcOptions {
         parallel_flips: false,
         ..FlymcOptions::default()
     };
-    let analysed = common::workloads().join("../integrations/cassandra-sim/sets-analysed.json");
-    let (all, terminal) = reachable("cassandra-sim", "paxos-1");
-    let fly = exhaust_with(
-        "cassandra-sim",
-        "paxos-1",
-        "flymc",
-        no_pf,
-        200_000,
-        Some(&analysed),
-    );
-    assert!(fly.exhausted, "flymc did not exhaust paxos-1");
+    let (all, terminal) = reachable(system, workload);
+    let fly = exhaust_with(system, workload, "flymc", no_pf, 200_000, sets);
+    assert!(fly.exhausted, "flymc did not exhaust {workload} ({sets:?})");
     let missing = terminal.difference(&fly.terminal).count();
     assert_eq!(
         missing,
         0,
-        "paxos-1: flymc with the analysed sets ({} paths) missed {missing} of the {} end states",
+        "{workload}: flymc ({} paths, sets {sets:?}) missed {missing} of the {} end states",
         fly.paths,
         terminal.len()
     );
-    assert!(fly.all.is_subset(&all));
+    assert!(
+        fly.all.is_subset(&all),
+        "{workload}: flymc reported states that cannot be reached"
+    );
 }
 
 /// Ballots come from one clock shared by every coordinator (the order rounds start), so two
