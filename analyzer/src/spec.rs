@@ -918,7 +918,30 @@ fn check_model_vars(spec: &Spec, file: &Path) -> Result<(), AnalyzeError> {
     Ok(())
 }
 
+/// Null checks the guard language can say, as summaries (`[[call]] ... means`).
+pub const DEFAULT_SUMMARIES: &[(&str, &str)] = &[
+    ("Objects.isNull(x)", "x == null"),
+    ("Objects.nonNull(x)", "x != null"),
+    ("Optional.isPresent(o)", "o != null"),
+];
+
 pub fn add_defaults(spec: &mut Spec) {
+    for (call, means) in DEFAULT_SUMMARIES {
+        let (pat, params) = split_params(call);
+        let params = params.unwrap_or_default();
+        let body =
+            flymc_model::guard::parse_summary(means, &params).expect("the default summaries parse");
+        spec.models.push(CallModel {
+            pat: CallPat::parse(&pat),
+            read: vec![],
+            update: vec![],
+            increments: vec![],
+            send: false,
+            disk: None,
+            returns: None,
+            summary: Some(Summary { params, body }),
+        });
+    }
     for s in DEFAULT_SENDS {
         spec.sends.insert(CallPat::parse(s));
     }

@@ -1241,6 +1241,23 @@ fn summaries_and_parts_give_the_paxos_guards() {
     assert!(opaque[0].contains("Replica.commit"), "{opaque:#?}");
 }
 
+/// Issue 23 (1): null checks become guards, through the language (`x == null`) and through a
+/// default summary (`Objects.nonNull(x)` means `x != null`).
+#[test]
+fn null_checks_become_guards() {
+    let a = check_side_corpus("paxos_summaries");
+    let learn: Vec<&str> = a.sets().messages["learn"]
+        .entries
+        .iter()
+        .map(|e| e.guard.as_str())
+        .collect();
+    assert!(
+        learn.contains(&"n.accepted == null && n.commit_value != null"),
+        "{}",
+        a.to_text()
+    );
+}
+
 /// Issue 23 (3): a reply whose value a branch over node state chooses (`reply(true)` or
 /// `reply(false)`), or whose existence it decides, counts what the branch reads as sent.
 #[test]
