@@ -310,3 +310,103 @@ fn pct_states_its_guarantee_and_its_finding_replays() {
     );
     assert_eq!(zero.code, 2, "{}", zero.all());
 }
+
+/// `flymc analyze`: the text report goes to stdout with or without `--out` (which gets the
+/// sets file); `--format json --out` prints nothing; `--keep` fills in the kinds the analysis
+/// did not produce and the report names them; a bad side file is one line and exit 2.
+#[test]
+fn analyze_writes_where_its_help_says_and_keeps_what_it_is_told() {
+    let d = tmp();
+    let root = common::workloads().join("..");
+    let corpus = root.join("analyzer/tests/corpus/paxos_summaries");
+    let side = corpus.join("annotations.toml");
+    let (src, side) = (corpus.to_str().unwrap(), side.to_str().unwrap());
+    let out = d.path().join("sets.json");
+    let args = |extra: &[&str]| -> Vec<String> {
+        [
+            "analyze",
+            "--lang",
+            "java",
+            src,
+            "--annotations",
+            side,
+            "--system",
+            "cassandra-sim",
+        ]
+        .iter()
+        .chain(extra)
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let run =
+        |a: Vec<String>| flymc_in(d.path(), &a.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = run(args(&["--out", out.to_str().unwrap()]));
+    assert_eq!(r.code, 0, "{}", r.all());
+    assert!(
+        r.stdout
+            .starts_with("flymc analyze: system `cassandra-sim`"),
+        "{}",
+        r.all()
+    );
+    assert!(std::fs::read_to_string(&out)
+        .unwrap()
+        .contains("\"format\": \"flymc-sets\""));
+    let r = run(args(&["--format", "json", "--out", out.to_str().unwrap()]));
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""), "{}", r.all());
+    // the coordinator kinds of the hand-written Cassandra file, kept
+    let hand = root.join("integrations/cassandra-sim/sets.json");
+    let r = run(args(&["--keep", hand.to_str().unwrap()]));
+    assert_eq!(r.code, 0, "{}", r.all());
+    assert!(
+        r.stdout
+            .contains("(not analysed): cas, commit_response, prepare_response, propose_response"),
+        "{}",
+        r.all()
+    );
+    let bad = d.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "version = 1\n[[call]]\ncall = \"A.b(x)\"\nmeans = \"x >\"\n",
+    )
+    .unwrap();
+    let mut a = args(&[]);
+    a[5] = bad.to_str().unwrap().to_string();
+    let r = run(a);
+    assert_one_line_error(
+        &r,
+        &format!(
+            "{}: line 4, column 13: [[call]] `A.b(x)` means: unexpected end of guard",
+            bad.display()
+        ),
+    );
+}
+
+/// `flymc bench --sets` takes a sets file per system; a file of no known system, or two for
+/// one system, is refused before anything runs.
+#[test]
+fn bench_sets_files_are_checked_before_running() {
+    let d = tmp();
+    let f = d.path().join("x.json");
+    std::fs::write(&f, r#"{"system": "mongo"}"#).unwrap();
+    let r = flymc_in(d.path(), &["bench", "--sets", f.to_str().unwrap()]);
+    assert_one_line_error(&r, "unknown system `mongo`; valid systems: cassandra-sim, raft-sim, zk-le-sim, raft, raft-asyncraft, zookeeper");
+    let sim = common::workloads().join("../integrations/cassandra-sim");
+    let (a, b) = (sim.join("sets.json"), sim.join("sets-analysed.json"));
+    let r = flymc_in(
+        d.path(),
+        &[
+            "bench",
+            "--sets",
+            a.to_str().unwrap(),
+            "--sets",
+            b.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.all());
+    assert!(
+        r.stderr
+            .contains("are both sets files of `cassandra-sim`: give one per system"),
+        "{}",
+        r.all()
+    );
+}
