@@ -697,3 +697,166 @@ fn the_shipped_4394_path_replays_the_null_pointer_in_sync() {
     }
     panic!("the ZOOKEEPER-4394 path did not replay in three attempts: {outputs:#?}");
 }
+
+/// Where `flymc setup zookeeper --variant NAME` puts a variant (FLYMC_CACHE, else
+/// ~/.cache/flymc), removed when the test ends.
+struct Variant(std::path::PathBuf);
+
+impl Variant {
+    fn named(name: &str) -> Variant {
+        let cache = std::env::var_os("FLYMC_CACHE")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/flymc")
+            });
+        Variant(cache.join("variants").join(name))
+    }
+}
+
+impl Drop for Variant {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The shipped ZOOKEEPER-1419 patch, as a user's patch file.
+fn patch_1419() -> std::path::PathBuf {
+    common::workloads().join("../integrations/zookeeper/variants/zookeeper-1419.diff")
+}
+
+/// Issue 21: a variant built from a patch file (here the pre-fix predicate, given as a user's
+/// patch) runs under `--variant`: zk-1419-fixed's setting, which 3.8.0 settles, livelocks on
+/// it; the path file records the variant and replays on it.
+#[test]
+fn a_variant_built_from_a_patch_runs_and_its_path_replays() {
+    let _one = one_cluster();
+    let d = tmp();
+    let name = format!("test-patch-{}", std::process::id());
+    let _variant = Variant::named(&name);
+    let patch = patch_1419();
+    let built = flymc_in(
+        d.path(),
+        &[
+            "setup",
+            "zookeeper",
+            "--variant",
+            &name,
+            "--patch",
+            patch.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(built.code, 0, "{}", built.all());
+    assert!(
+        built
+            .stdout
+            .contains(&format!("built the {name} variant (1 patched files)")),
+        "{}",
+        built.all()
+    );
+    let ran = run_zk(d.path(), "zk-1419-fixed", 3, &["--variant", &name]);
+    assert_eq!(ran.code, 1, "{}", ran.all());
+    assert!(
+        ran.stdout
+            .contains("VIOLATION on path 1: eventually-quorum-follows-leader"),
+        "{}",
+        ran.stdout
+    );
+    let file = path_file(&ran, d.path());
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(recorded["workload"]["params"]["variant"], name.as_str());
+    let again = flymc_in(d.path(), &["replay", file.to_str().unwrap()]);
+    assert_eq!(again.code, 1, "{}", again.all());
+    assert!(
+        again
+            .stdout
+            .contains("reproduced: eventually-quorum-follows-leader"),
+        "{}",
+        again.stdout
+    );
+}
+
+/// Issue 21: a patch that does not apply, patched sources that do not compile, an unknown
+/// variant and a `--zookeeper-home` without ZooKeeper each give one line and exit 2.
+#[test]
+fn bad_patches_variants_and_homes_are_one_line_errors() {
+    let d = tmp();
+    let text = std::fs::read_to_string(patch_1419()).unwrap();
+    let setup = |name: &str, diff: String| {
+        let f = d.path().join(format!("{name}.diff"));
+        std::fs::write(&f, diff).unwrap();
+        let _v = Variant::named(name);
+        flymc_in(
+            d.path(),
+            &[
+                "setup",
+                "zookeeper",
+                "--variant",
+                name,
+                "--patch",
+                f.to_str().unwrap(),
+            ],
+        )
+    };
+    let r = setup(
+        "test-no-apply",
+        text.replace(
+            "         return ((newEpoch > curEpoch)",
+            "         return ((newEpoch >= curEpoch)",
+        ),
+    );
+    assert_one_line_error(
+        &r,
+        "test-no-apply.diff does not apply to ZooKeeper 3.8.0's source: Hunk #1 FAILED at 741.",
+    );
+    let r = setup(
+        "test-no-compile",
+        text.replace("(newId > curId)));", "(newId > curId))) +;"),
+    );
+    assert_one_line_error(
+        &r,
+        "variant test-no-compile: the patched sources do not compile: zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum/FastLeaderElection.java:745: error:",
+    );
+    let r = run_zk(d.path(), "le", 1, &["--variant", "test-never-built"]);
+    assert_one_line_error(&r, "unknown variant `test-never-built`");
+    let r = run_zk(d.path(), "le", 1, &["--zookeeper-home", "/nonexistent/zk"]);
+    assert_one_line_error(&r, "--zookeeper-home /nonexistent/zk: no such folder");
+    let r = run_zk(
+        d.path(),
+        "le",
+        1,
+        &["--zookeeper-home", d.path().to_str().unwrap()],
+    );
+    assert_one_line_error(&r, "no zookeeper-*.jar in it or in its lib/");
+}
+
+/// Issue 21: `--zookeeper-home` runs the ZooKeeper in that folder: one laid out as a binary
+/// distribution (`lib/zookeeper-3.8.0.jar`, here a copy of Debian's) elects a leader; with a
+/// jar there that is no ZooKeeper, the nodes cannot start and the run says so.
+#[test]
+fn a_zookeeper_home_is_what_the_nodes_run() {
+    let _one = one_cluster();
+    let d = tmp();
+    let home = d.path().join("zk");
+    std::fs::create_dir_all(home.join("lib")).unwrap();
+    std::fs::copy(
+        "/usr/share/java/zookeeper.jar",
+        home.join("lib/zookeeper-3.8.0.jar"),
+    )
+    .unwrap();
+    let ran = run_zk(
+        d.path(),
+        "le",
+        1,
+        &["--zookeeper-home", home.to_str().unwrap()],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    // The same folder with an empty jar instead: the node JVMs find no QuorumPeerMain.
+    std::fs::write(home.join("lib/zookeeper-3.8.0.jar"), b"").unwrap();
+    let ran = run_zk(
+        d.path(),
+        "le",
+        1,
+        &["--zookeeper-home", home.to_str().unwrap()],
+    );
+    assert_ne!(ran.code, 0, "{}", ran.all());
+}

@@ -7,8 +7,13 @@
 //! `flymc setup zookeeper [--docker]` installs and builds what this needs.
 //!
 //! Workload parameters (`[params]`, all optional):
-//! - `variant`: `"3.8.0"` (default) or `"zookeeper-1419"` (FastLeaderElection rebuilt with the
-//!   pre-fix `totalOrderPredicate`, first on the class path);
+//! - `variant`: `"3.8.0"` (default), `"zookeeper-1419"` (FastLeaderElection rebuilt with the
+//!   pre-fix `totalOrderPredicate`, from `variants/zookeeper-1419.diff`), or any variant built
+//!   with `flymc setup zookeeper --variant NAME --patch FILE.diff` (its classes go first on the
+//!   class path); `flymc run --variant NAME` sets it;
+//! - `zookeeper_home`: run a ZooKeeper you built instead of Debian's: the folder holding its
+//!   jars (`lib/*.jar` of a binary distribution, or the jars themselves); local processes
+//!   only; `flymc run --zookeeper-home DIR` sets it;
 //! - `epochs`: each node's currentEpoch = acceptedEpoch on disk before the first start;
 //! - `settle_timeout_ms`: how long a node may take to settle before it is a hang (default 60000:
 //!   JVMs start slowly on a loaded machine);
@@ -35,7 +40,23 @@ pub const SYSTEM_NAME: &str = "zookeeper";
 /// Where the hook attaches (turned into the agent's JSON configuration for every run).
 pub const HOOKS_TOML: &str = include_str!("../hooks.toml");
 const SETS: &str = include_str!("../sets.json");
+/// The variants flymc ships: the unmodified build and ZOOKEEPER-1419 (others are built by
+/// `flymc setup zookeeper --variant NAME --patch FILE.diff`).
 pub const VARIANTS: [&str; 2] = ["3.8.0", "zookeeper-1419"];
+
+/// The variants built on this machine besides the shipped ones.
+pub fn built_variants() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(cache_dir().join("variants"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join("classes").is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| !VARIANTS.contains(&n.as_str()))
+        .collect();
+    v.sort();
+    v
+}
 /// Debian's ZooKeeper jar (its manifest names the dependencies).
 pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 
@@ -88,6 +109,7 @@ pub struct ZkParams {
     pub settle_timeout_ms: u64,
     pub log: String,
     pub clients: Vec<ZkClient>,
+    pub zookeeper_home: Option<PathBuf>,
 }
 
 impl Default for ZkParams {
@@ -98,6 +120,7 @@ impl Default for ZkParams {
             settle_timeout_ms: 60_000,
             log: "warn".into(),
             clients: Vec::new(),
+            zookeeper_home: None,
         }
     }
 }
@@ -120,12 +143,22 @@ pub fn params(w: &Workload) -> Result<ZkParams, TargetError> {
             w.nodes
         ));
     }
-    if !VARIANTS.contains(&p.variant.as_str()) {
+    let built = built_variants();
+    if !VARIANTS.contains(&p.variant.as_str()) && !built.contains(&p.variant) {
+        let valid: Vec<String> = VARIANTS
+            .iter()
+            .map(|v| v.to_string())
+            .chain(built)
+            .collect();
         return bad(format!(
-            "unknown variant `{}`; valid: {}",
+            "unknown variant `{}` (valid: {}): build it with `flymc setup zookeeper --variant {} --patch FILE.diff`",
             p.variant,
-            VARIANTS.join(", ")
+            valid.join(", "),
+            p.variant
         ));
+    }
+    if let Some(home) = &p.zookeeper_home {
+        home_jars(home).map_err(TargetError::Workload)?;
     }
     if let Some(e) = p.epochs.as_ref().filter(|e| e.len() != w.nodes) {
         return bad(format!(
@@ -238,16 +271,54 @@ fn prepare_node(
     Ok(())
 }
 
-/// The class path of a node of `variant`.
+/// The class path of a node of `variant`, on Debian's ZooKeeper.
 pub fn class_path(variant: &str) -> String {
+    class_path_on(variant, None).unwrap_or_default()
+}
+
+/// The class path of a node of `variant`, on Debian's ZooKeeper or the one in `home`.
+pub fn class_path_on(variant: &str, home: Option<&std::path::Path>) -> Result<String, String> {
     let mut cp = Vec::new();
     if variant != "3.8.0" {
         cp.push(variant_dir(variant).join("classes").display().to_string());
     }
     cp.push(java_dir().join("flymc-zk.jar").display().to_string());
-    cp.push(zookeeper_jar().display().to_string());
+    match home {
+        Some(h) => cp.extend(home_jars(h)?.iter().map(|j| j.display().to_string())),
+        None => cp.push(zookeeper_jar().display().to_string()),
+    }
     cp.push(SLF4J_SIMPLE.to_string());
-    cp.join(":")
+    Ok(cp.join(":"))
+}
+
+/// The jars of a ZooKeeper the user built (`zookeeper_home`): `DIR/lib/*.jar` and `DIR/*.jar`,
+/// which must include a `zookeeper-*.jar`.
+pub fn home_jars(home: &std::path::Path) -> Result<Vec<PathBuf>, String> {
+    let mut jars: Vec<PathBuf> = [home.join("lib"), home.to_path_buf()]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jar"))
+        .collect();
+    jars.sort();
+    let has_zk = jars.iter().any(|j| {
+        j.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+            n.starts_with("zookeeper") && !n.contains("jute") && !n.contains("test")
+        })
+    });
+    if !home.is_dir() {
+        return Err(format!(
+            "--zookeeper-home {}: no such folder: point it at the ZooKeeper you built (the folder with lib/)",
+            home.display()
+        ));
+    }
+    if !has_zk {
+        return Err(format!(
+            "--zookeeper-home {}: no zookeeper-*.jar in it or in its lib/: point it at the ZooKeeper you built (the folder with lib/)",
+            home.display()
+        ));
+    }
+    Ok(jars)
 }
 
 /// The JVM command line of one node (paths are the same on the host and in containers).
@@ -263,7 +334,7 @@ pub fn java_args(l: &Launch, p: &ZkParams) -> Vec<String> {
             run_dir.join("flymc-hook.json").display()
         ),
         "-cp".into(),
-        class_path(&p.variant),
+        class_path_on(&p.variant, p.zookeeper_home.as_deref()).unwrap_or_default(),
         "org.apache.zookeeper.server.quorum.QuorumPeerMain".into(),
         data.join("zoo.cfg").display().to_string(),
     ]);
@@ -318,9 +389,12 @@ pub fn check_installed(backend: BackendKind, variant: &str) -> Result<(), String
         }
     }
     if variant != "3.8.0" && !variant_dir(variant).join("classes").is_dir() {
-        return Err(format!(
-            "the {variant} variant is not built: run `flymc setup zookeeper`"
-        ));
+        let how = if VARIANTS.contains(&variant) {
+            "flymc setup zookeeper".to_string()
+        } else {
+            format!("flymc setup zookeeper --variant {variant} --patch FILE.diff")
+        };
+        return Err(format!("the {variant} variant is not built: run `{how}`"));
     }
     Ok(())
 }
@@ -329,6 +403,11 @@ impl ZookeeperSystem {
     pub fn config(&self, w: &Workload) -> Result<RealConfig, TargetError> {
         let p = params(w)?;
         check_installed(self.options.backend, &p.variant).map_err(TargetError::Other)?;
+        if p.zookeeper_home.is_some() && self.options.backend != BackendKind::Local {
+            return Err(TargetError::Other(
+                "--zookeeper-home runs a ZooKeeper of this machine: use the local backend".into(),
+            ));
+        }
         let hook_json = hook_config_json().map_err(TargetError::Other)?;
         let java = match self.options.backend {
             BackendKind::Local => which("java").unwrap_or_else(|| PathBuf::from("java")),
@@ -336,7 +415,9 @@ impl ZookeeperSystem {
         };
         let ports: PortMap = Arc::new(Mutex::new(HashMap::new()));
         let cds = match self.options.backend {
-            BackendKind::Local => cds_archive(&p.variant),
+            // The archive was dumped with Debian's class path.
+            BackendKind::Local if p.zookeeper_home.is_none() => cds_archive(&p.variant),
+            BackendKind::Local => None,
             BackendKind::Docker => None,
         };
         let settle = Duration::from_millis(p.settle_timeout_ms);

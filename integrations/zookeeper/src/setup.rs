@@ -8,7 +8,7 @@ use std::process::Command;
 use flymc_java_hook::{jar, javac, ASM};
 use flymc_real::which;
 
-use super::{class_path, java_dir, jvm_flags, variant_dir, ZOOKEEPER_JAR};
+use super::{class_path, java_dir, jvm_flags, ZOOKEEPER_JAR};
 
 /// The class-data-sharing archive of the node JVMs, in the jar folder.
 pub const CDS_ARCHIVE: &str = "zookeeper.jsa";
@@ -24,15 +24,12 @@ const IMAGE_PACKAGES: &[&str] = &[
 ];
 
 const ZK_HELPER: &str = include_str!("../java/org/apache/zookeeper/server/quorum/FlymcZk.java");
-/// ZOOKEEPER-1419: 3.8.0's `totalOrderPredicate` and the pre-fix one.
+/// 3.8.0's `totalOrderPredicate` (ZOOKEEPER-1419's fix), to recognise the source.
 const PREDICATE_FIXED: &str = "return ((newEpoch > curEpoch)
                 || ((newEpoch == curEpoch)
                     && ((newZxid > curZxid)
                         || ((newZxid == curZxid)
                             && (newId > curId)))));";
-const PREDICATE_1419: &str = "return ((newEpoch > curEpoch)
-                || ((newEpoch == curEpoch) && (newZxid > curZxid))
-                || ((newZxid == curZxid) && (newId > curId)));";
 
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -257,12 +254,227 @@ fn enable_deb_src() -> Result<(), SetupError> {
     run(Command::new("apt-get").arg("update"), "apt-get update")
 }
 
-/// Where setup keeps ZooKeeper 3.8.0's quorum package sources from `apt-get source zookeeper`
-/// (the analyzer's input for `integrations/zookeeper/sets.json`).
+/// Where setup keeps ZooKeeper 3.8.0's source from `apt-get source zookeeper`: the server's
+/// Java tree under it, which variants patch and the analyzer reads.
+pub fn kept_source() -> PathBuf {
+    crate::cache_dir().join("src/zookeeper-3.8.0")
+}
+
+/// The server's Java sources, relative to the source root (and in patches, after `a/`).
+pub const SERVER_JAVA: &str = "zookeeper-server/src/main/java";
+
+/// The quorum package of the kept source (the analyzer's input for
+/// `integrations/zookeeper/sets.json`).
 pub fn kept_quorum_source() -> PathBuf {
-    crate::cache_dir().join(
-        "src/zookeeper-3.8.0/zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum",
-    )
+    kept_source()
+        .join(SERVER_JAVA)
+        .join("org/apache/zookeeper/server/quorum")
+}
+
+/// ZOOKEEPER-1419 as a patch on 3.8.0: the pre-fix `totalOrderPredicate`.
+pub const PATCH_1419: &str = include_str!("../variants/zookeeper-1419.diff");
+
+/// Fetch Debian's ZooKeeper source once and keep the server's Java tree; returns the root.
+fn ensure_source(say: &mut dyn FnMut(&str)) -> Result<PathBuf, SetupError> {
+    let root = kept_source();
+    let java = root.join(SERVER_JAVA);
+    let whole = [
+        "org/apache/zookeeper/server/ZooKeeperServer.java",
+        "org/apache/zookeeper/server/quorum/FastLeaderElection.java",
+    ];
+    if whole.iter().all(|f| java.join(f).is_file()) {
+        return Ok(root);
+    }
+    if which("dpkg-source").is_none() {
+        apt_install(&["dpkg-dev"], say)?;
+    }
+    if !is_root() {
+        return err("ZooKeeper's source comes from `apt-get source zookeeper`: run `flymc setup zookeeper` as root once");
+    }
+    enable_deb_src()?;
+    let tmp = tempfile::tempdir().map_err(|e| SetupError(format!("temporary directory: {e}")))?;
+    say("fetching Debian's ZooKeeper source (apt-get source zookeeper)");
+    run(
+        Command::new("apt-get")
+            .args(["source", "-qq", "zookeeper"])
+            .current_dir(tmp.path()),
+        "apt-get source zookeeper",
+    )?;
+    let src = std::fs::read_dir(tmp.path())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join(SERVER_JAVA))
+        .find(|p| p.join(whole[1]).is_file())
+        .ok_or_else(|| {
+            SetupError("apt-get source zookeeper gave no FastLeaderElection.java".into())
+        })?;
+    let text =
+        std::fs::read_to_string(src.join(whole[1])).map_err(|e| SetupError(e.to_string()))?;
+    if !text.contains(PREDICATE_FIXED) {
+        return err("FastLeaderElection.java does not have 3.8.0's totalOrderPredicate: is this ZooKeeper 3.8.0?");
+    }
+    copy_java_files(&src, &java)?;
+    Ok(root)
+}
+
+/// A variant's name: a folder name that is not the unmodified build's.
+fn check_variant_name(name: &str) -> Result<(), SetupError> {
+    let ok = !name.is_empty()
+        && name != "3.8.0"
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !name.starts_with('.');
+    if ok {
+        Ok(())
+    } else {
+        err(format!("variant name `{name}`: use letters, digits, `-`, `_` and `.` (and not `3.8.0`, the unmodified build)"))
+    }
+}
+
+/// The files a unified diff changes, relative to the source root (its `+++ b/...` lines,
+/// with the first path component stripped as `patch -p1` does).
+fn patched_files(diff: &str) -> Vec<String> {
+    diff.lines()
+        .filter_map(|l| l.strip_prefix("+++ "))
+        .map(|p| p.split('\t').next().unwrap_or(p).trim())
+        .filter(|p| *p != "/dev/null")
+        .filter_map(|p| p.split_once('/').map(|(_, rest)| rest.to_string()))
+        .collect()
+}
+
+/// `flymc setup zookeeper --variant NAME --patch FILE.diff`: apply a unified diff (paths as
+/// in ZooKeeper's repository, `patch -p1`) to 3.8.0's source, compile the Java files it
+/// changes against the Debian jars, and keep their classes where `--variant NAME` puts them
+/// first on the class path. Returns the variant's folder.
+pub fn build_variant(
+    name: &str,
+    patch: &Path,
+    say: &mut dyn FnMut(&str),
+) -> Result<PathBuf, SetupError> {
+    check_variant_name(name)?;
+    let shown = patch.display().to_string();
+    let diff = std::fs::read_to_string(patch)
+        .map_err(|e| SetupError(format!("cannot read the patch {shown}: {e}")))?;
+    let files = patched_files(&diff);
+    if files.is_empty() {
+        return err(format!("{shown} is not a unified diff: it has no `+++ b/FILE` line (make it with `git diff` or `diff -u`)"));
+    }
+    if let Some(f) = files
+        .iter()
+        .find(|f| !f.starts_with(&format!("{SERVER_JAVA}/")) || !f.ends_with(".java"))
+    {
+        return err(format!("{shown} changes {f}: a variant patches Java files under {SERVER_JAVA}/ (paths as in ZooKeeper's repository, `a/` and `b/` prefixed)"));
+    }
+    if which("patch").is_none() {
+        apt_install(&["patch"], say)?;
+    }
+    let src = ensure_source(say)?;
+    let tmp = tempfile::tempdir().map_err(|e| SetupError(format!("temporary directory: {e}")))?;
+    let io = |e: std::io::Error| SetupError(format!("variant {name}: {e}"));
+    for f in &files {
+        let from = src.join(f);
+        if from.is_file() {
+            let to = tmp.path().join(f);
+            std::fs::create_dir_all(to.parent().unwrap_or(tmp.path())).map_err(io)?;
+            std::fs::copy(&from, &to).map_err(io)?;
+        }
+    }
+    let out = Command::new("patch")
+        .args([
+            "-p1",
+            "--batch",
+            "--forward",
+            "--no-backup-if-mismatch",
+            "-r",
+            "-",
+            "-d",
+        ])
+        .arg(tmp.path())
+        .arg("-i")
+        .arg(std::fs::canonicalize(patch).map_err(io)?)
+        .output()
+        .map_err(|e| SetupError(format!("cannot run patch: {e}")))?;
+    if !out.status.success() {
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        let why = text
+            .lines()
+            .find(|l| {
+                l.contains("FAILED")
+                    || l.contains("can't find")
+                    || l.contains("malformed")
+                    || l.contains("Reversed")
+                    || l.contains("No such file")
+            })
+            .or_else(|| text.lines().find(|l| !l.trim().is_empty()))
+            .unwrap_or("patch failed")
+            .trim()
+            .to_string();
+        return err(format!(
+            "{shown} does not apply to ZooKeeper 3.8.0's source: {why}"
+        ));
+    }
+    let classes = tmp.path().join("classes");
+    std::fs::create_dir_all(&classes).map_err(io)?;
+    let mut javac = Command::new("javac");
+    javac
+        .args(["-nowarn", "-implicit:none", "-d"])
+        .arg(&classes)
+        .args(["-cp", &class_path_of_jars(), "-sourcepath"])
+        .arg(tmp.path().join(SERVER_JAVA))
+        .args(files.iter().map(|f| tmp.path().join(f)));
+    let out = javac
+        .output()
+        .map_err(|e| SetupError(format!("cannot run javac: {e}")))?;
+    if !out.status.success() {
+        let text = String::from_utf8_lossy(&out.stderr);
+        let first = text
+            .lines()
+            .find(|l| l.contains(": error:"))
+            .or_else(|| text.lines().find(|l| !l.trim().is_empty()))
+            .unwrap_or("javac failed");
+        let first = first.replace(&format!("{}/", tmp.path().display()), "");
+        return err(format!(
+            "variant {name}: the patched sources do not compile: {first}"
+        ));
+    }
+    let dir = crate::variant_dir(name);
+    let fresh = dir.with_extension("new");
+    let _ = std::fs::remove_dir_all(&fresh);
+    std::fs::create_dir_all(&fresh).map_err(io)?;
+    std::fs::rename(&classes, fresh.join("classes"))
+        .or_else(|_| copy_dir(&classes, &fresh.join("classes")))
+        .map_err(io)?;
+    std::fs::write(fresh.join("patch.diff"), &diff).map_err(io)?;
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&fresh, &dir).map_err(io)?;
+    say(&format!(
+        "built the {name} variant ({} patched files) in {}",
+        files.len(),
+        dir.display()
+    ));
+    Ok(dir)
+}
+
+/// The Debian jars a variant is compiled against.
+fn class_path_of_jars() -> String {
+    ZOOKEEPER_JAR.to_string()
+}
+
+fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let p = e?.path();
+        let t = to.join(p.file_name().unwrap_or_default());
+        if p.is_dir() {
+            copy_dir(&p, &t)?;
+        } else {
+            std::fs::copy(&p, &t)?;
+        }
+    }
+    Ok(())
 }
 
 fn copy_java_files(from: &Path, to: &Path) -> Result<(), SetupError> {
@@ -286,60 +498,23 @@ fn copy_java_files(from: &Path, to: &Path) -> Result<(), SetupError> {
     Ok(())
 }
 
-/// ZOOKEEPER-1419: FastLeaderElection from Debian's source with the pre-fix predicate,
-/// compiled against the Debian jars, to go first on the class path.
+/// ZOOKEEPER-1419: the variant built from the shipped patch (`variants/zookeeper-1419.diff`),
+/// unless it is built from that patch already.
 pub fn build_variant_1419(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
-    let out = variant_dir("zookeeper-1419").join("classes");
-    let marker = out.join("org/apache/zookeeper/server/quorum/FastLeaderElection.class");
-    let kept = kept_quorum_source();
-    if marker.is_file() && kept.join("FastLeaderElection.java").is_file() {
+    let dir = crate::variant_dir("zookeeper-1419");
+    let built = std::fs::read_to_string(dir.join("patch.diff")).is_ok_and(|t| t == PATCH_1419);
+    if built
+        && dir.join("classes").is_dir()
+        && kept_quorum_source()
+            .join("FastLeaderElection.java")
+            .is_file()
+    {
         say("the zookeeper-1419 variant is built");
         return Ok(());
     }
-    if which("dpkg-source").is_none() {
-        apt_install(&["dpkg-dev"], say)?;
-    }
-    if !is_root() {
-        return err("building the zookeeper-1419 variant needs `apt-get source zookeeper`: run `flymc setup zookeeper` as root");
-    }
-    enable_deb_src()?;
     let tmp = tempfile::tempdir().map_err(|e| SetupError(format!("temporary directory: {e}")))?;
-    say("fetching Debian's ZooKeeper source (apt-get source zookeeper)");
-    run(
-        Command::new("apt-get")
-            .args(["source", "-qq", "zookeeper"])
-            .current_dir(tmp.path()),
-        "apt-get source zookeeper",
-    )?;
-    let src = std::fs::read_dir(tmp.path())
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .map(|d| d.join("zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum/FastLeaderElection.java"))
-        .filter(|f| f.is_file())
-        .ok_or_else(|| SetupError("apt-get source zookeeper gave no FastLeaderElection.java".into()))?;
-    // Keep the quorum package: `flymc analyze` and the analyzer's ZooKeeper test read it.
-    if let Some(quorum) = src.parent() {
-        copy_java_files(quorum, &kept)?;
-    }
-    let text = std::fs::read_to_string(&src).map_err(|e| SetupError(e.to_string()))?;
-    if !text.contains(PREDICATE_FIXED) {
-        return err("FastLeaderElection.java does not have 3.8.0's totalOrderPredicate: is this ZooKeeper 3.8.0?");
-    }
-    let patched = tmp.path().join("FastLeaderElection.java");
-    std::fs::write(&patched, text.replace(PREDICATE_FIXED, PREDICATE_1419))
-        .map_err(|e| SetupError(e.to_string()))?;
-    javac(
-        &["-cp", ZOOKEEPER_JAR],
-        &[patched],
-        &out,
-        "javac (zookeeper-1419)",
-    )?;
-    say(&format!(
-        "built the zookeeper-1419 variant in {}",
-        out.display()
-    ));
+    let patch = tmp.path().join("zookeeper-1419.diff");
+    std::fs::write(&patch, PATCH_1419).map_err(|e| SetupError(e.to_string()))?;
+    build_variant("zookeeper-1419", &patch, say)?;
     Ok(())
 }

@@ -80,6 +80,14 @@ enum Command {
         /// Also build the Docker image the docker backend runs (from nothing, no pull).
         #[arg(long)]
         docker: bool,
+        /// zookeeper: build a variant of your own named NAME from --patch (and nothing else).
+        #[arg(long, value_name = "NAME", requires = "patch")]
+        variant: Option<String>,
+        /// zookeeper: the unified diff (paths as in ZooKeeper's repository, `a/` and `b/`)
+        /// applied to Debian's 3.8.0 source for --variant; the Java files it changes are
+        /// recompiled with javac.
+        #[arg(long, value_name = "FILE.diff", requires = "variant")]
+        patch: Option<PathBuf>,
     },
 }
 
@@ -213,6 +221,14 @@ struct RunArgs {
     /// Where real nodes run: local processes on 127.0.k.x or Docker containers.
     #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
     backend: String,
+    /// zookeeper: run this variant instead of the workload's (one `flymc setup zookeeper
+    /// --variant NAME --patch FILE.diff` built, or zookeeper-1419).
+    #[arg(long, value_name = "NAME")]
+    variant: Option<String>,
+    /// zookeeper: run the ZooKeeper you built, from its folder (with lib/*.jar), instead of
+    /// Debian's (local processes).
+    #[arg(long, value_name = "DIR")]
+    zookeeper_home: Option<PathBuf>,
     /// Where the event server listens for real nodes' hooks (default 127.0.0.1, a free port).
     #[arg(long, value_name = "ADDR:PORT")]
     listen: Option<std::net::SocketAddr>,
@@ -340,7 +356,23 @@ fn dispatch(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Run(args) => run(args, folder),
         Command::Replay { file, backend } => replay_cmd(&file, folder, &backend),
-        Command::Setup { system, docker } => {
+        Command::Setup {
+            system,
+            variant: Some(variant),
+            patch: Some(patch),
+            ..
+        } => {
+            if system != flymc_zookeeper::SYSTEM_NAME {
+                anyhow::bail!("--variant and --patch build ZooKeeper variants: use `flymc setup zookeeper --variant {variant} --patch FILE.diff`");
+            }
+            flymc_zookeeper::setup::build_variant(&variant, &patch, &mut |m| {
+                println!("setup: {m}")
+            })
+            .map_err(anyhow::Error::msg)?;
+            println!("setup: done; run it with `flymc run --system zookeeper --variant {variant} --workload NAME`");
+            Ok(0)
+        }
+        Command::Setup { system, docker, .. } => {
             let (name, setup) = systems::SETUPS
                 .iter()
                 .find(|(name, _)| *name == system)
@@ -403,7 +435,8 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     options.keep_run_dirs = args.keep_run_dirs;
     let system = systems::find_with(&args.system, &options)?;
     let folder = workloads::folder(folder)?;
-    let workload = workloads::load(&folder, system.name(), &args.workload)?;
+    let mut workload = workloads::load(&folder, system.name(), &args.workload)?;
+    zookeeper_overrides(&args, &mut workload)?;
     workloads::check_expect(system.as_ref(), &workload)?;
     let needs_sets = matches!(args.strategy.as_str(), "samc" | "flymc" | "portfolio");
     let sets = if needs_sets || args.sets.is_some() {
@@ -721,6 +754,37 @@ fn analyze(args: AnalyzeArgs) -> Result<u8> {
         );
     }
     Ok(0)
+}
+
+/// `--variant` and `--zookeeper-home`: workload parameters of the zookeeper system, set over
+/// the file's (and recorded in path files, so replays run the same build).
+fn zookeeper_overrides(args: &RunArgs, w: &mut flymc_model::Workload) -> Result<()> {
+    let given = [
+        ("variant", args.variant.clone().map(serde_json::Value::from)),
+        (
+            "zookeeper_home",
+            args.zookeeper_home
+                .as_ref()
+                .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()))
+                .map(|d| serde_json::Value::from(d.display().to_string())),
+        ),
+    ];
+    for (key, value) in given {
+        let Some(value) = value else { continue };
+        if w.system != flymc_zookeeper::SYSTEM_NAME {
+            anyhow::bail!(
+                "--{} is for --system zookeeper, not {}",
+                key.replace('_', "-"),
+                w.system
+            );
+        }
+        w.set_param(key, value);
+    }
+    // Checked now, so a bad value is one line before anything starts.
+    if w.system == flymc_zookeeper::SYSTEM_NAME {
+        flymc_zookeeper::params(w).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    Ok(())
 }
 
 fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {

@@ -63,6 +63,10 @@ pub struct WorkloadRef {
     /// The condition faults were offered under ([`Workload::fault_when`]); none: everywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fault_when: Option<String>,
+    /// Parameters the command line set over the file's ([`Workload::overrides`]); replays
+    /// set them again.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub params: serde_json::Map<String, serde_json::Value>,
 }
 
 impl WorkloadRef {
@@ -74,6 +78,7 @@ impl WorkloadRef {
             sha256: w.sha256.clone(),
             down: w.down.clone(),
             fault_when: w.fault_when.as_ref().map(|c| c.text().to_string()),
+            params: w.overrides.clone(),
         }
     }
 

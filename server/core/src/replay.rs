@@ -73,7 +73,7 @@ pub enum ReplayOutcome {
 /// The path's workload, after checking that its file is the one the path was recorded with and
 /// that it puts the same nodes down at the start and offers faults under the same condition.
 pub fn workload_for(path: &PathFile, folder: Option<&Path>) -> Result<Workload, ReplayError> {
-    let w = if path.workload.file.is_file() {
+    let mut w = if path.workload.file.is_file() {
         Workload::load(&path.workload.file).map_err(workloads::FindError::from)?
     } else {
         let folder = workloads::folder(folder)?;
@@ -109,6 +109,10 @@ pub fn workload_for(path: &PathFile, folder: Option<&Path>) -> Result<Workload, 
             now: w.sha256[..12].to_string(),
             then: path.workload.sha256.chars().take(12).collect(),
         });
+    }
+    // What the command line set over the file's when the path was recorded.
+    for (k, v) in &path.workload.params {
+        w.set_param(k, v.clone());
     }
     Ok(w)
 }

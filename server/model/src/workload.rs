@@ -143,6 +143,10 @@ pub struct Workload {
     pub expect: Option<String>,
     /// System-specific parameters.
     pub params: Map<String, Value>,
+    /// Parameters given on the command line over the file's (`flymc run --variant NAME`):
+    /// already in `params`; kept apart so a path file can record and replay them.
+    #[serde(default)]
+    pub overrides: Map<String, Value>,
     /// Where it was read from.
     pub file: PathBuf,
     /// SHA-256 of the file's bytes, so a path file can tell when its workload changed.
@@ -282,12 +286,19 @@ impl Workload {
             fault_when,
             expect: raw.expect,
             params,
+            overrides: Map::new(),
             file: path.into(),
             sha256: sha256_hex(text.as_bytes()),
             source: Some(text.into()),
             exceptions,
             logs,
         })
+    }
+
+    /// Set parameter `key` over the file's, as the command line does (see `overrides`).
+    pub fn set_param(&mut self, key: &str, value: Value) {
+        self.params.insert(key.to_string(), value.clone());
+        self.overrides.insert(key.to_string(), value);
     }
 
     /// The workload's `[exceptions]` table (allow list of caught exceptions).
