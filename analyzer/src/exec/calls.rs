@@ -604,7 +604,7 @@ impl<'a> Exec<'a> {
                 }
             }
             // Summary bodies name only their parameters (`parse_summary`).
-            GExpr::Var { .. } | GExpr::Quant(..) => Val::opaque(),
+            GExpr::Var { .. } | GExpr::Quant(..) | GExpr::Unique(..) => Val::opaque(),
         }
     }
 

@@ -21,6 +21,9 @@
 //! ```text
 //! atom += "n" INT "." IDENT ("." IDENT)*       node INT's variable: n2.state
 //!       | ("any" | "all") "(" or ")"           over every node, `n.` naming each in turn
+//!       | "count" "(" or ")"                   how many nodes satisfy it
+//!       | "unique" "(" or "per" or ")"         no two nodes with equal keys hold different
+//!                                              values (null values and keys ignored)
 //! ```
 //! e.g. `n2.state == "FOLLOWING"` or `all(!n.alive || n.zabState == "BROADCAST")`. `alive` is
 //! whether the node is up; a node that is down has no other variables (they read `null`: what
@@ -46,8 +49,11 @@ pub enum Expr {
     Neg(Box<Expr>),
     Len(Box<Expr>),
     Bin(Box<Expr>, Op, Box<Expr>),
-    /// `any(e)` / `all(e)` over the nodes of a global state (conditions only).
+    /// `any(e)` / `all(e)` / `count(e)` over the nodes of a global state (conditions only).
     Quant(Quant, Box<Expr>),
+    /// `unique(v per k)`: no two nodes with the same `k` hold different `v`s (nodes where
+    /// either is null, or cannot be evaluated, do not count; conditions only).
+    Unique(Box<Expr>, Box<Expr>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +71,8 @@ pub enum Scope {
 pub enum Quant {
     Any,
     All,
+    /// How many nodes satisfy it.
+    Count,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +123,8 @@ impl fmt::Display for Expr {
             Expr::Bin(a, op, b) => write!(f, "({a} {} {b})", op.text()),
             Expr::Quant(Quant::Any, e) => write!(f, "any({e})"),
             Expr::Quant(Quant::All, e) => write!(f, "all({e})"),
+            Expr::Quant(Quant::Count, e) => write!(f, "count({e})"),
+            Expr::Unique(v, k) => write!(f, "unique({v} per {k})"),
         }
     }
 }
@@ -325,8 +335,12 @@ impl Parser<'_> {
                     self.expect(")")?;
                     Ok(Expr::Len(Box::new(e)))
                 }
-                "any" | "all" if self.condition => {
-                    let q = if id == "any" { Quant::Any } else { Quant::All };
+                "any" | "all" | "count" if self.condition => {
+                    let q = match id.as_str() {
+                        "any" => Quant::Any,
+                        "all" => Quant::All,
+                        _ => Quant::Count,
+                    };
                     self.expect("(")?;
                     self.quantified += 1;
                     let e = self.or()?;
@@ -334,12 +348,25 @@ impl Parser<'_> {
                     self.expect(")")?;
                     Ok(Expr::Quant(q, Box::new(e)))
                 }
+                "unique" if self.condition => {
+                    self.expect("(")?;
+                    self.quantified += 1;
+                    let v = self.or()?;
+                    if !matches!(self.peek(), Some(Tok::Ident(p)) if p == "per") {
+                        return self.err("expected `per` (unique(VALUE per KEY))");
+                    }
+                    self.pos += 1;
+                    let k = self.or()?;
+                    self.quantified -= 1;
+                    self.expect(")")?;
+                    Ok(Expr::Unique(Box::new(v), Box::new(k)))
+                }
                 _ => match self.scope_of(&id) {
                     Some(scope) => self.var(scope, &id),
                     None => {
                         self.pos -= 1;
                         let names = match self.mode {
-                            Mode::Condition => "n0.<var>, n1.<var>, ..., any(...), all(...), true, false, null, len(...)".to_string(),
+                            Mode::Condition => "n0.<var>, n1.<var>, ..., any(...), all(...), count(...), unique(... per ...), true, false, null, len(...)".to_string(),
                             Mode::Guard => "n.<var>, m.<field>, true, false, null, len(...)".to_string(),
                             Mode::Summary(ps) => format!("the parameters {}, true, false, null, len(...)", ps.join(", ")),
                         };
@@ -468,7 +495,7 @@ impl Condition {
                     ..
                 } => out.push(*k),
                 Expr::Not(e) | Expr::Neg(e) | Expr::Len(e) | Expr::Quant(_, e) => walk(e, out),
-                Expr::Bin(a, _, b) => {
+                Expr::Bin(a, _, b) | Expr::Unique(a, b) => {
                     walk(a, out);
                     walk(b, out);
                 }
@@ -558,7 +585,7 @@ impl Expr {
         match self {
             Expr::Var { scope: s, path } if *s == scope => out.push(path[0].clone()),
             Expr::Not(e) | Expr::Neg(e) | Expr::Len(e) | Expr::Quant(_, e) => e.vars(scope, out),
-            Expr::Bin(a, _, b) => {
+            Expr::Bin(a, _, b) | Expr::Unique(a, b) => {
                 a.vars(scope, out);
                 b.vars(scope, out);
             }
@@ -610,6 +637,37 @@ impl Expr {
                 Value::Null => 0.into(),
                 other => return Err(EvalError(format!("len() of {other}"))),
             },
+            Expr::Unique(v, k) => {
+                let mut seen: Vec<(Value, Value)> = Vec::new();
+                let mut unique = true;
+                for view in env.nodes {
+                    let inner = Env {
+                        node: NodeVars::View(view),
+                        ..*env
+                    };
+                    let (Ok(x), Ok(key)) = (v.eval_in(&inner), k.eval_in(&inner)) else {
+                        continue;
+                    };
+                    if x.is_null() || key.is_null() {
+                        continue;
+                    }
+                    unique &= seen.iter().all(|(sk, sx)| *sk != key || *sx == x);
+                    seen.push((key, x));
+                }
+                Value::Bool(unique)
+            }
+            Expr::Quant(Quant::Count, e) => Value::from(
+                env.nodes
+                    .iter()
+                    .filter(|view| {
+                        let inner = Env {
+                            node: NodeVars::View(view),
+                            ..*env
+                        };
+                        matches!(e.eval_in(&inner), Ok(Value::Bool(true)))
+                    })
+                    .count(),
+            ),
             Expr::Quant(q, e) => {
                 let mut each = env.nodes.iter().map(|view| {
                     let inner = Env {
@@ -620,7 +678,7 @@ impl Expr {
                 });
                 Value::Bool(match q {
                     Quant::Any => each.any(|b| b),
-                    Quant::All => each.all(|b| b),
+                    _ => each.all(|b| b),
                 })
             }
             Expr::Bin(a, op, b) => {
@@ -784,6 +842,18 @@ mod tests {
         assert!(!holds("all(n.epoch > 1)"));
         // A node the state does not have is down.
         assert!(holds("!n7.alive"));
+        // Counting, and uniqueness per key (null keys and values ignored).
+        assert!(holds(r#"count(n.state == "FOLLOWING") == 1"#));
+        assert!(holds(r#"count(n.alive) == 2 && count(n.epoch == 3) == 0"#));
+        assert!(holds("unique(n.state per n.missing)"));
+        assert!(!holds("unique(n.state per n.epoch)"));
+        assert!(holds("unique(n.epoch per n.state)"));
+        let e = Condition::parse("unique(n.a n.b)").unwrap_err();
+        assert_eq!(
+            (e.column, e.message.as_str()),
+            (12, "expected `per` (unique(VALUE per KEY))")
+        );
+        assert!(parse("count(n.a) == 1").is_err());
         let c = Condition::parse("n2.a == 1 || any(n0.b == n.c) && n5.d").unwrap();
         assert_eq!(c.nodes(), vec![0, 2, 5]);
         assert_eq!(
