@@ -410,3 +410,95 @@ fn bench_sets_files_are_checked_before_running() {
         r.all()
     );
 }
+
+/// A workload's own `[[property]]`s, in the condition language (`count`, `unique`, `any`,
+/// `all`): one that holds leaves the run clean, one that fails is a violation whose path
+/// replays, and a condition that does not parse is one line with file, line and column.
+#[test]
+fn workload_properties_are_checked_and_their_errors_located() {
+    let d = tmp();
+    let base = std::fs::read_to_string(common::workloads().join("raft-sim/raft-1.toml")).unwrap();
+    let write = |name: &str, props: &str| {
+        let f = d.path().join(format!("{name}.toml"));
+        std::fs::write(&f, format!("{base}\n{props}")).unwrap();
+        f
+    };
+    let holds = write(
+        "holds",
+        "[[property]]\nname = \"one-leader-per-term\"\nalways = 'unique(n.leader per n.term) && count(n.role == \"leader\") <= 1'\n",
+    );
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "raft-sim",
+            "--workload",
+            holds.to_str().unwrap(),
+            "--max-paths",
+            "30",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.all());
+    let fails = write(
+        "fails",
+        "[[property]]\nname = \"never-commits\"\nalways = 'all(n.commit == 0)'\n",
+    );
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "raft-sim",
+            "--workload",
+            fails.to_str().unwrap(),
+            "--max-paths",
+            "30",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(
+        r.stdout.contains("never-commits violated")
+            && r.stdout.contains("`all(n.commit == 0)` does not hold"),
+        "{}",
+        r.all()
+    );
+    let file = common::path_file(&r, d.path());
+    let again = flymc_in(d.path(), &["replay", file.to_str().unwrap()]);
+    assert!(
+        again.stdout.contains("reproduced: never-commits"),
+        "{}",
+        again.all()
+    );
+    let bad = write(
+        "bad",
+        "[[property]]\nname = \"x\"\nalways = 'count(n.role == ) > 1'\n",
+    );
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "raft-sim",
+            "--workload",
+            bad.to_str().unwrap(),
+        ],
+    );
+    let line = base.lines().count() + 4;
+    assert_one_line_error(&r, &format!("bad.toml:{line}:27: property `x`: unexpected `)`"));
+    let both = write(
+        "both",
+        "[[property]]\nname = \"x\"\nalways = 'true'\neventually = 'true'\n",
+    );
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "raft-sim",
+            "--workload",
+            both.to_str().unwrap(),
+        ],
+    );
+    assert_one_line_error(&r, "give exactly one of `always");
+}

@@ -187,6 +187,12 @@ pub fn generic_properties(system: &dyn System, workload: &Workload) -> Vec<Box<d
 pub fn run_properties(system: &dyn System, workload: &Workload) -> Vec<Box<dyn Property>> {
     let mut props = system.properties(workload);
     props.extend(generic_properties(system, workload));
+    props.extend(
+        workload
+            .properties
+            .iter()
+            .map(|p| Box::new(p.clone()) as Box<dyn Property>),
+    );
     props
 }
 

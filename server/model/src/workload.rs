@@ -71,11 +71,13 @@ pub enum WorkloadError {
     /// `size`: ` (N bytes)` when the file says its size.
     #[error("{path} is larger than the {max} MiB a workload file may be{size}; check that it is the workload file you meant", max = MAX_WORKLOAD_BYTES >> 20)]
     TooLarge { path: PathBuf, size: String },
-    #[error("{path}:{line}:{column}: faults.when: {message}")]
+    /// `what`: `faults.when`, or `property NAME`.
+    #[error("{path}:{line}:{column}: {what}: {message}")]
     Condition {
         path: PathBuf,
         line: usize,
         column: usize,
+        what: String,
         message: String,
     },
     /// `at` is `file:line:column`, or `<workload NAME>` when the parameters were made in code.
@@ -98,6 +100,17 @@ struct RawFaults {
     when: Option<toml::Spanned<String>>,
 }
 
+/// A `[[property]]` of the workload: a condition that must always hold, or eventually.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProperty {
+    name: String,
+    #[serde(default)]
+    always: Option<toml::Spanned<String>>,
+    #[serde(default)]
+    eventually: Option<toml::Spanned<String>>,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawWorkload {
@@ -111,6 +124,9 @@ struct RawWorkload {
     expect: Option<String>,
     #[serde(default)]
     faults: Option<RawFaults>,
+    /// `[[property]] name, always | eventually`: conditions over the global state.
+    #[serde(default)]
+    property: Vec<RawProperty>,
     #[serde(default)]
     params: toml::Table,
     /// `[exceptions] allow = [...]`, `system = true` (crate::exceptions).
@@ -141,6 +157,9 @@ pub struct Workload {
     pub fault_when: Option<Condition>,
     /// The property this workload's bug is expected to break, for benchmarks and tests.
     pub expect: Option<String>,
+    /// The workload's own properties (`[[property]]`), checked beside the system's.
+    #[serde(default)]
+    pub properties: Vec<ConditionProperty>,
     /// System-specific parameters.
     pub params: Map<String, Value>,
     /// Parameters given on the command line over the file's (`flymc run --variant NAME`):
@@ -257,8 +276,32 @@ impl Workload {
         }
         let fault_when = faults
             .when
-            .map(|w| condition(path, text, &w, nodes))
+            .map(|w| condition(path, text, &w, nodes, "faults.when"))
             .transpose()?;
+        let mut properties: Vec<ConditionProperty> = Vec::new();
+        for p in &raw.property {
+            let what = format!("property `{}`", p.name);
+            if p.name.trim().is_empty() || properties.iter().any(|q| q.name == p.name) {
+                return Err(invalid(format!(
+                    "[[property]] names must be given and distinct (`{}`)",
+                    p.name
+                )));
+            }
+            let (text_of, kind) = match (&p.always, &p.eventually) {
+                (Some(c), None) => (c, crate::PropertyKind::Safety),
+                (None, Some(c)) => (c, crate::PropertyKind::Liveness),
+                _ => {
+                    return Err(invalid(format!(
+                        "{what}: give exactly one of `always = \"...\"` (safety) or `eventually = \"...\"` (liveness)"
+                    )))
+                }
+            };
+            properties.push(ConditionProperty {
+                name: p.name.clone(),
+                kind,
+                condition: condition(path, text, text_of, nodes, &what)?,
+            });
+        }
         let exceptions = raw.exceptions.unwrap_or_default();
         let logs = raw.logs.unwrap_or_default();
         crate::exceptions::compile(&exceptions.allow)
@@ -285,6 +328,7 @@ impl Workload {
             down,
             fault_when,
             expect: raw.expect,
+            properties,
             params,
             overrides: Map::new(),
             file: path.into(),
@@ -319,6 +363,7 @@ fn condition(
     text: &str,
     when: &toml::Spanned<String>,
     nodes: usize,
+    what: &str,
 ) -> Result<Condition, WorkloadError> {
     let at = |column_in: usize, message: String| {
         let (line, column) = line_col(text, when.span().start);
@@ -326,6 +371,7 @@ fn condition(
             path: path.into(),
             line,
             column: column + column_in,
+            what: what.to_string(),
             message,
         }
     };
@@ -459,5 +505,30 @@ variant = "fixed"
         assert!(e.contains("names node n3, but nodes are n0..n2"), "{e}");
         let e = err("crash_nodes = [2]", "when = \"n.alive\"");
         assert!(e.contains("only inside any"), "{e}");
+    }
+}
+
+/// A workload's `[[property]]`: `always` a condition (safety, on every state) or
+/// `eventually` (liveness, judged on a run's end state).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConditionProperty {
+    pub name: String,
+    pub kind: crate::PropertyKind,
+    pub condition: Condition,
+}
+
+impl crate::Property for ConditionProperty {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn kind(&self) -> crate::PropertyKind {
+        self.kind
+    }
+    fn check(&mut self, state: &crate::GlobalState) -> Result<(), String> {
+        if self.condition.holds(state) {
+            Ok(())
+        } else {
+            Err(format!("`{}` does not hold", self.condition.text()))
+        }
     }
 }
