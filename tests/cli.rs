@@ -485,7 +485,53 @@ fn workload_properties_are_checked_and_their_errors_located() {
         ],
     );
     let line = base.lines().count() + 4;
-    assert_one_line_error(&r, &format!("bad.toml:{line}:27: property `x`: unexpected `)`"));
+    assert_one_line_error(
+        &r,
+        &format!("bad.toml:{line}:27: property `x`: unexpected `)`"),
+    );
+    // An external checker: the state as JSON on stdin, the exit code and one line back.
+    std::fs::write(
+        d.path().join("check.py"),
+        "import json, sys\nstate = json.load(sys.stdin)\nfor i, n in enumerate(state['nodes']):\n    if n['vars'].get('role') == 'leader':\n        print(f'n{i} leads')\n        sys.exit(1)\n",
+    )
+    .unwrap();
+    let checked = write(
+        "checked",
+        "[[property]]\nname = \"checker\"\ncommand = [\"python3\", \"check.py\"]\n",
+    );
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "raft-sim",
+            "--workload",
+            checked.to_str().unwrap(),
+            "--max-paths",
+            "5",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(
+        r.stdout.contains("checker violated") && r.stdout.contains("after step 0: n0 leads"),
+        "{}",
+        r.all()
+    );
+    let gone = write(
+        "gone",
+        "[[property]]\nname = \"checker\"\ncommand = [\"./nowhere/check\"]\n",
+    );
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "raft-sim",
+            "--workload",
+            gone.to_str().unwrap(),
+        ],
+    );
+    assert_one_line_error(&r, "property `checker`: the checker");
     let both = write(
         "both",
         "[[property]]\nname = \"x\"\nalways = 'true'\neventually = 'true'\n",

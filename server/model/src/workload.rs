@@ -109,6 +109,13 @@ struct RawProperty {
     always: Option<toml::Spanned<String>>,
     #[serde(default)]
     eventually: Option<toml::Spanned<String>>,
+    /// An external checker: the program and its arguments, given each state as JSON on
+    /// stdin; exit 0 means the property holds, anything else that it does not (the first
+    /// line it prints says why). With `kind = "liveness"` it is judged on end states.
+    #[serde(default)]
+    command: Option<Vec<String>>,
+    #[serde(default)]
+    kind: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -287,19 +294,37 @@ impl Workload {
                     p.name
                 )));
             }
-            let (text_of, kind) = match (&p.always, &p.eventually) {
-                (Some(c), None) => (c, crate::PropertyKind::Safety),
-                (None, Some(c)) => (c, crate::PropertyKind::Liveness),
+            let (check, kind) = match (&p.always, &p.eventually, &p.command) {
+                (Some(c), None, None) if p.kind.is_none() => (
+                    Check::Condition(condition(path, text, c, nodes, &what)?),
+                    crate::PropertyKind::Safety,
+                ),
+                (None, Some(c), None) if p.kind.is_none() => (
+                    Check::Condition(condition(path, text, c, nodes, &what)?),
+                    crate::PropertyKind::Liveness,
+                ),
+                (None, None, Some(argv)) => {
+                    let kind = match p.kind.as_deref() {
+                        None | Some("safety") => crate::PropertyKind::Safety,
+                        Some("liveness") => crate::PropertyKind::Liveness,
+                        Some(k) => {
+                            return Err(invalid(format!(
+                                "{what}: kind `{k}` is not `safety` or `liveness`"
+                            )))
+                        }
+                    };
+                    (Check::Command(checker(path, argv, &what)?), kind)
+                }
                 _ => {
                     return Err(invalid(format!(
-                        "{what}: give exactly one of `always = \"...\"` (safety) or `eventually = \"...\"` (liveness)"
+                        "{what}: give exactly one of `always = \"...\"` (safety), `eventually = \"...\"` (liveness) or `command = [...]` (with `kind` for liveness)"
                     )))
                 }
             };
             properties.push(ConditionProperty {
                 name: p.name.clone(),
                 kind,
-                condition: condition(path, text, text_of, nodes, &what)?,
+                check,
             });
         }
         let exceptions = raw.exceptions.unwrap_or_default();
@@ -509,12 +534,94 @@ variant = "fixed"
 }
 
 /// A workload's `[[property]]`: `always` a condition (safety, on every state) or
-/// `eventually` (liveness, judged on a run's end state).
+/// `eventually` (liveness, judged on a run's end state), or an external checker.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConditionProperty {
     pub name: String,
     pub kind: crate::PropertyKind,
-    pub condition: Condition,
+    pub check: Check,
+}
+
+/// What a workload property checks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Check {
+    Condition(Condition),
+    /// The program and its arguments (the program resolved against the workload's folder).
+    Command(Vec<String>),
+}
+
+/// A checker command: its program must exist (a relative path is the workload folder's).
+fn checker(path: &Path, argv: &[String], what: &str) -> Result<Vec<String>, WorkloadError> {
+    let invalid = |message: String| WorkloadError::Invalid {
+        path: path.into(),
+        message,
+    };
+    let Some(program) = argv.first() else {
+        return Err(invalid(format!(
+            "{what}: `command` is empty: give the checker program and its arguments"
+        )));
+    };
+    let mut argv = argv.to_vec();
+    if program.contains('/') {
+        let p = Path::new(program);
+        let p = if p.is_relative() {
+            path.parent().unwrap_or(Path::new(".")).join(p)
+        } else {
+            p.to_path_buf()
+        };
+        if !p.is_file() {
+            return Err(invalid(format!(
+                "{what}: the checker {} does not exist",
+                p.display()
+            )));
+        }
+        argv[0] = p.display().to_string();
+    }
+    Ok(argv)
+}
+
+/// Run a checker on `state`: JSON on stdin; exit 0 holds.
+fn run_checker(argv: &[String], state: &crate::GlobalState) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("the checker {} could not run: {e}", argv[0]))?;
+    let json = serde_json::to_vec(state).unwrap_or_default();
+    if let Some(mut stdin) = child.stdin.take() {
+        // A checker that exits without reading all of it still answers by its exit code.
+        let _ = stdin.write_all(&json);
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("the checker {} failed: {e}", argv[0]))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&out.stdout);
+    let line = said
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let why = err
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| format!(": {}", l.trim()))
+        .unwrap_or_default();
+    Err(if line.is_empty() {
+        format!(
+            "the checker {} says it does not hold ({}){why}",
+            argv[0], out.status
+        )
+    } else {
+        line.to_string()
+    })
 }
 
 impl crate::Property for ConditionProperty {
@@ -525,10 +632,10 @@ impl crate::Property for ConditionProperty {
         self.kind
     }
     fn check(&mut self, state: &crate::GlobalState) -> Result<(), String> {
-        if self.condition.holds(state) {
-            Ok(())
-        } else {
-            Err(format!("`{}` does not hold", self.condition.text()))
+        match &self.check {
+            Check::Condition(c) if c.holds(state) => Ok(()),
+            Check::Condition(c) => Err(format!("`{}` does not hold", c.text())),
+            Check::Command(argv) => run_checker(argv, state),
         }
     }
 }
