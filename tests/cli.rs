@@ -423,39 +423,23 @@ fn workload_properties_are_checked_and_their_errors_located() {
         std::fs::write(&f, format!("{base}\n{props}")).unwrap();
         f
     };
+    let run = |workload: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["run", "--system", "raft-sim", "--workload"];
+        args.push(workload.to_str().unwrap());
+        args.extend_from_slice(extra);
+        flymc_in(d.path(), &args)
+    };
     let holds = write(
         "holds",
         "[[property]]\nname = \"one-leader-per-term\"\nalways = 'unique(n.leader per n.term) && count(n.role == \"leader\") <= 1'\n",
     );
-    let r = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "raft-sim",
-            "--workload",
-            holds.to_str().unwrap(),
-            "--max-paths",
-            "30",
-        ],
-    );
+    let r = run(&holds, &["--max-paths", "30"]);
     assert_eq!(r.code, 0, "{}", r.all());
     let fails = write(
         "fails",
         "[[property]]\nname = \"never-commits\"\nalways = 'all(n.commit == 0)'\n",
     );
-    let r = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "raft-sim",
-            "--workload",
-            fails.to_str().unwrap(),
-            "--max-paths",
-            "30",
-        ],
-    );
+    let r = run(&fails, &["--max-paths", "30"]);
     assert_eq!(r.code, 1, "{}", r.all());
     assert!(
         r.stdout.contains("never-commits violated")
@@ -474,16 +458,7 @@ fn workload_properties_are_checked_and_their_errors_located() {
         "bad",
         "[[property]]\nname = \"x\"\nalways = 'count(n.role == ) > 1'\n",
     );
-    let r = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "raft-sim",
-            "--workload",
-            bad.to_str().unwrap(),
-        ],
-    );
+    let r = run(&bad, &[]);
     let line = base.lines().count() + 4;
     assert_one_line_error(
         &r,
@@ -499,18 +474,7 @@ fn workload_properties_are_checked_and_their_errors_located() {
         "checked",
         "[[property]]\nname = \"checker\"\ncommand = [\"python3\", \"check.py\"]\n",
     );
-    let r = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "raft-sim",
-            "--workload",
-            checked.to_str().unwrap(),
-            "--max-paths",
-            "5",
-        ],
-    );
+    let r = run(&checked, &["--max-paths", "5"]);
     assert_eq!(r.code, 1, "{}", r.all());
     assert!(
         r.stdout.contains("checker violated") && r.stdout.contains("after step 0: n0 leads"),
@@ -521,30 +485,12 @@ fn workload_properties_are_checked_and_their_errors_located() {
         "gone",
         "[[property]]\nname = \"checker\"\ncommand = [\"./nowhere/check\"]\n",
     );
-    let r = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "raft-sim",
-            "--workload",
-            gone.to_str().unwrap(),
-        ],
-    );
+    let r = run(&gone, &[]);
     assert_one_line_error(&r, "property `checker`: the checker");
     let both = write(
         "both",
         "[[property]]\nname = \"x\"\nalways = 'true'\neventually = 'true'\n",
     );
-    let r = flymc_in(
-        d.path(),
-        &[
-            "run",
-            "--system",
-            "raft-sim",
-            "--workload",
-            both.to_str().unwrap(),
-        ],
-    );
+    let r = run(&both, &[]);
     assert_one_line_error(&r, "give exactly one of `always");
 }
