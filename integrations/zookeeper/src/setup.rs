@@ -422,7 +422,7 @@ pub fn build_variant(
     javac
         .args(["-nowarn", "-implicit:none", "-d"])
         .arg(&classes)
-        .args(["-cp", &class_path_of_jars(), "-sourcepath"])
+        .args(["-cp", ZOOKEEPER_JAR, "-sourcepath"])
         .arg(tmp.path().join(SERVER_JAVA))
         .args(files.iter().map(|f| tmp.path().join(f)));
     let out = javac
@@ -456,11 +456,6 @@ pub fn build_variant(
         dir.display()
     ));
     Ok(dir)
-}
-
-/// The Debian jars a variant is compiled against.
-fn class_path_of_jars() -> String {
-    ZOOKEEPER_JAR.to_string()
 }
 
 fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
