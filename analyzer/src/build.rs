@@ -229,7 +229,11 @@ fn guard_to_sym(e: &GExpr) -> Option<Sym> {
             // Conditions over a global state; sets-file guards never hold them.
             Scope::At(_) | Scope::Param(_) => return None,
         },
-        GExpr::Var { .. } | GExpr::Quant(..) | GExpr::Unique(..) => return None,
+        GExpr::Var { .. }
+        | GExpr::Quant(..)
+        | GExpr::Unique(..)
+        | GExpr::Take(..)
+        | GExpr::History(..) => return None,
         GExpr::Not(a) => Sym::Not(Box::new(guard_to_sym(a)?)),
         GExpr::Neg(a) => Sym::Neg(Box::new(guard_to_sym(a)?)),
         GExpr::Len(a) => Sym::Len(Box::new(guard_to_sym(a)?)),

@@ -604,7 +604,11 @@ impl<'a> Exec<'a> {
                 }
             }
             // Summary bodies name only their parameters (`parse_summary`).
-            GExpr::Var { .. } | GExpr::Quant(..) | GExpr::Unique(..) => Val::opaque(),
+            GExpr::Var { .. }
+            | GExpr::Quant(..)
+            | GExpr::Unique(..)
+            | GExpr::Take(..)
+            | GExpr::History(..) => Val::opaque(),
         }
     }
 

@@ -22,19 +22,40 @@
 //! atom += "n" INT "." IDENT ("." IDENT)*       node INT's variable: n2.state
 //!       | ("any" | "all") "(" or ")"           over every node, `n.` naming each in turn
 //!       | "count" "(" or ")"                   how many nodes satisfy it
-//!       | "unique" "(" or "per" or ")"         no two nodes with equal keys hold different
-//!                                              values (null values and keys ignored)
+//!       | "unique" "(" or "per" or ("where" or)? ")"
+//!                                              no two nodes (where the last `or` holds) with
+//!                                              equal keys hold different values (null values
+//!                                              and keys ignored)
+//!       | "take" "(" or "," or ")"             the first K elements of a list (null reads [])
 //! ```
 //! e.g. `n2.state == "FOLLOWING"` or `all(!n.alive || n.zabState == "BROADCAST")`. `alive` is
-//! whether the node is up; a node that is down has no other variables (they read `null`: what
+//! whether the node is up and `id` its number (0-based; `n2.id` is 2): both are reserved, not
+//! the system's variables. A node that is down has no other variables (they read `null`: what
 //! it last reported is not its state now). A node for which the body of `any`/`all` cannot be
 //! evaluated does not satisfy it.
+//!
+//! A workload's `[[property]]` is a condition parsed by [`Condition::parse_property`], which
+//! also has history built-ins ([`crate::history`]), judged over the run so far and allowed only
+//! outside `any`/`all`/`count`/`unique` (combined with `&&`, `||`, `!`):
+//! ```text
+//! atom += "ever_unique" "(" or "per" or ("where" or)? ")"
+//!                                     as unique, over every live node of every state so far
+//!       | "ever_agree" "(" or ")"     every list a live node had so far agrees with every
+//!                                     other on their common prefix
+//!       | "kept" "(" or "at" or "in" or ("where" or)? ")"
+//!                                     kept(L at E in LOG where C): every list L a live node
+//!                                     had so far, at its E then, is a prefix of LOG at every
+//!                                     live node where C holds whose E is at least that one
+//! ```
+//! They need memory: [`Condition::check`] takes the property's [`Memory`].
 
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::history::History;
+pub use crate::history::Memory;
 use crate::state::{GlobalState, NodeView};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -51,9 +72,14 @@ pub enum Expr {
     Bin(Box<Expr>, Op, Box<Expr>),
     /// `any(e)` / `all(e)` / `count(e)` over the nodes of a global state (conditions only).
     Quant(Quant, Box<Expr>),
-    /// `unique(v per k)`: no two nodes with the same `k` hold different `v`s (nodes where
-    /// either is null, or cannot be evaluated, do not count; conditions only).
-    Unique(Box<Expr>, Box<Expr>),
+    /// `unique(v per k)` / `unique(v per k where c)`: no two nodes (where `c` holds) with the
+    /// same `k` hold different `v`s (nodes where either is null, or cannot be evaluated, do not
+    /// count; conditions only).
+    Unique(Box<Expr>, Box<Expr>, Option<Box<Expr>>),
+    /// `take(l, k)`: the first `k` elements of list `l` (conditions only).
+    Take(Box<Expr>, Box<Expr>),
+    /// A history built-in and its memory slot (property conditions only, outside any/all).
+    History(usize, Box<History>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +150,10 @@ impl fmt::Display for Expr {
             Expr::Quant(Quant::Any, e) => write!(f, "any({e})"),
             Expr::Quant(Quant::All, e) => write!(f, "all({e})"),
             Expr::Quant(Quant::Count, e) => write!(f, "count({e})"),
-            Expr::Unique(v, k) => write!(f, "unique({v} per {k})"),
+            Expr::Unique(v, k, None) => write!(f, "unique({v} per {k})"),
+            Expr::Unique(v, k, Some(c)) => write!(f, "unique({v} per {k} where {c})"),
+            Expr::Take(l, k) => write!(f, "take({l}, {k})"),
+            Expr::History(_, h) => write!(f, "{h}"),
         }
     }
 }
@@ -192,7 +221,7 @@ fn lex(src: &str) -> Result<Vec<(usize, Tok)>, ParseError> {
                 .into_iter()
                 .find(|s| *s == two)
                 .or_else(|| {
-                    ["<", ">", "!", "+", "-", "(", ")", "."]
+                    ["<", ">", "!", "+", "-", "(", ")", ".", ","]
                         .into_iter()
                         .find(|s| s.starts_with(c))
                 });
@@ -215,6 +244,8 @@ enum Mode<'p> {
     Guard,
     /// A [`Condition`] over a global state: `nK.`, `any`, `all`.
     Condition,
+    /// A property's [`Condition`]: history built-ins too.
+    Property,
     /// A method summary's body: its parameters.
     Summary(&'p [String]),
 }
@@ -228,6 +259,8 @@ struct Parser<'p> {
     condition: bool,
     /// How many `any`/`all` enclose the current position.
     quantified: usize,
+    /// History built-ins so far: the next one's memory slot.
+    slots: usize,
 }
 
 impl Parser<'_> {
@@ -253,6 +286,22 @@ impl Parser<'_> {
         } else {
             false
         }
+    }
+    /// Consume keyword `word` (an identifier such as `per`) if it is next.
+    fn eat_word(&mut self, word: &str) -> bool {
+        if matches!(self.peek(), Some(Tok::Ident(p)) if p == word) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+    /// `where C` if it comes next.
+    fn where_clause(&mut self) -> Result<Option<Box<Expr>>, ParseError> {
+        Ok(match self.eat_word("where") {
+            true => Some(Box::new(self.or()?)),
+            false => None,
+        })
     }
     fn expect(&mut self, s: &str) -> Result<(), ParseError> {
         if self.eat(s) {
@@ -352,21 +401,31 @@ impl Parser<'_> {
                     self.expect("(")?;
                     self.quantified += 1;
                     let v = self.or()?;
-                    if !matches!(self.peek(), Some(Tok::Ident(p)) if p == "per") {
+                    if !self.eat_word("per") {
                         return self.err("expected `per` (unique(VALUE per KEY))");
                     }
-                    self.pos += 1;
                     let k = self.or()?;
+                    let c = self.where_clause()?;
                     self.quantified -= 1;
                     self.expect(")")?;
-                    Ok(Expr::Unique(Box::new(v), Box::new(k)))
+                    Ok(Expr::Unique(Box::new(v), Box::new(k), c))
                 }
+                "take" if self.condition => {
+                    self.expect("(")?;
+                    let l = self.or()?;
+                    self.expect(",")?;
+                    let k = self.or()?;
+                    self.expect(")")?;
+                    Ok(Expr::Take(Box::new(l), Box::new(k)))
+                }
+                "ever_unique" | "ever_agree" | "kept" if self.condition => self.history(&id),
                 _ => match self.scope_of(&id) {
                     Some(scope) => self.var(scope, &id),
                     None => {
                         self.pos -= 1;
                         let names = match self.mode {
-                            Mode::Condition => "n0.<var>, n1.<var>, ..., any(...), all(...), count(...), unique(... per ...), true, false, null, len(...)".to_string(),
+                            Mode::Condition => "n0.<var>, n1.<var>, ..., any(...), all(...), count(...), unique(... per ...), take(..., ...), true, false, null, len(...)".to_string(),
+                            Mode::Property => "n0.<var>, n1.<var>, ..., any(...), all(...), count(...), unique(... per ...), take(..., ...), ever_unique(... per ...), ever_agree(...), kept(... at ... in ...), true, false, null, len(...)".to_string(),
                             Mode::Guard => "n.<var>, m.<field>, true, false, null, len(...)".to_string(),
                             Mode::Summary(ps) => format!("the parameters {}, true, false, null, len(...)", ps.join(", ")),
                         };
@@ -383,6 +442,58 @@ impl Parser<'_> {
 }
 
 impl Parser<'_> {
+    /// A history built-in named `id` (consumed): its arguments and a memory slot.
+    fn history(&mut self, id: &str) -> Result<Expr, ParseError> {
+        self.pos -= 1;
+        if !matches!(self.mode, Mode::Property) {
+            return self.err(format!(
+                "`{id}(...)` remembers the run's history: it is for properties, not `when`"
+            ));
+        }
+        if self.quantified > 0 {
+            return self.err(format!(
+                "`{id}(...)` judges the whole run so far: use it outside any(...), all(...), count(...), unique(...) and the history built-ins"
+            ));
+        }
+        self.pos += 1;
+        self.expect("(")?;
+        self.quantified += 1;
+        let h = match id {
+            "ever_agree" => History::EverAgree(self.or()?),
+            "ever_unique" => {
+                let value = self.or()?;
+                if !self.eat_word("per") {
+                    return self.err("expected `per` (ever_unique(VALUE per KEY))");
+                }
+                let key = self.or()?;
+                let when = self.where_clause()?.map(|c| *c);
+                History::EverUnique { value, key, when }
+            }
+            _ => {
+                let list = self.or()?;
+                if !self.eat_word("at") {
+                    return self.err("expected `at` (kept(LIST at EPOCH in LOG where CONDITION))");
+                }
+                let epoch = self.or()?;
+                if !self.eat_word("in") {
+                    return self.err("expected `in` (kept(LIST at EPOCH in LOG where CONDITION))");
+                }
+                let log = self.or()?;
+                let when = self.where_clause()?.map(|c| *c);
+                History::Kept {
+                    list,
+                    epoch,
+                    log,
+                    when,
+                }
+            }
+        };
+        self.quantified -= 1;
+        self.expect(")")?;
+        self.slots += 1;
+        Ok(Expr::History(self.slots - 1, Box::new(h)))
+    }
+
     /// What a name before `.` refers to, if it is a variable's scope here.
     fn scope_of(&self, id: &str) -> Option<Scope> {
         if let Mode::Summary(ps) = self.mode {
@@ -442,8 +553,9 @@ fn parse_as(src: &str, mode: Mode) -> Result<Expr, ParseError> {
         pos: 0,
         end_col: src.chars().count() + 1,
         mode,
-        condition: matches!(mode, Mode::Condition),
+        condition: matches!(mode, Mode::Condition | Mode::Property),
         quantified: 0,
+        slots: 0,
     };
     let e = p.or()?;
     if p.pos < p.toks.len() {
@@ -474,11 +586,56 @@ pub struct Condition {
 }
 
 impl Condition {
+    /// A condition over one state, such as `[faults] when`: history built-ins are refused.
     pub fn parse(src: &str) -> Result<Condition, ParseError> {
         Ok(Condition {
             text: src.to_string(),
             expr: parse_as(src, Mode::Condition)?,
         })
+    }
+
+    /// A property's condition (`[[property]] always = '...'`): as [`Condition::parse`], and the
+    /// history built-ins `ever_unique`, `ever_agree` and `kept` too, outside any(...), all(...),
+    /// count(...) and unique(...). Judge it with [`Condition::check`] and a [`Memory`] per run.
+    pub fn parse_property(src: &str) -> Result<Condition, ParseError> {
+        Ok(Condition {
+            text: src.to_string(),
+            expr: parse_as(src, Mode::Property)?,
+        })
+    }
+
+    /// Whether it has history built-ins (so judging it needs the run's [`Memory`]).
+    pub fn has_history(&self) -> bool {
+        let mut todo = vec![&self.expr];
+        while let Some(e) = todo.pop() {
+            if matches!(e, Expr::History(..)) {
+                return true;
+            }
+            todo.extend(e.children());
+        }
+        false
+    }
+
+    /// Every variable it reads: the first name after `n.` or `nK.` (`n.log.x` gives `log`),
+    /// without the reserved `alive` and `id`; sorted, each once.
+    pub fn vars(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut todo = vec![&self.expr];
+        while let Some(e) = todo.pop() {
+            if let Expr::Var {
+                scope: Scope::Node | Scope::At(_),
+                path,
+            } = e
+            {
+                if let Some(v) = path.first().filter(|v| *v != "alive" && *v != "id") {
+                    out.push(v.clone());
+                }
+            }
+            todo.extend(e.children());
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     /// The text it was parsed from.
@@ -488,37 +645,67 @@ impl Condition {
 
     /// Every node it names by number (`n2.` gives 2), ascending.
     pub fn nodes(&self) -> Vec<usize> {
-        fn walk(e: &Expr, out: &mut Vec<usize>) {
-            match e {
-                Expr::Var {
-                    scope: Scope::At(k),
-                    ..
-                } => out.push(*k),
-                Expr::Not(e) | Expr::Neg(e) | Expr::Len(e) | Expr::Quant(_, e) => walk(e, out),
-                Expr::Bin(a, _, b) | Expr::Unique(a, b) => {
-                    walk(a, out);
-                    walk(b, out);
-                }
-                _ => {}
-            }
-        }
         let mut out = Vec::new();
-        walk(&self.expr, &mut out);
+        let mut todo = vec![&self.expr];
+        while let Some(e) = todo.pop() {
+            if let Expr::Var {
+                scope: Scope::At(k),
+                ..
+            } = e
+            {
+                out.push(*k);
+            }
+            todo.extend(e.children());
+        }
         out.sort_unstable();
         out.dedup();
         out
     }
 
-    /// Does it hold in `state`? Evaluation errors count as "does not hold".
+    /// Does it hold in `state`? Evaluation errors count as "does not hold". History built-ins
+    /// (in a property's condition) see only this state: a property uses [`Condition::check`].
     pub fn holds(&self, state: &GlobalState) -> bool {
+        let mut memory = Memory::default();
+        memory.absorb(&self.expr, &state.nodes);
+        self.judge(state, &memory).0
+    }
+
+    /// A property's check of the next state of a run: `memory` (fresh per run) first absorbs
+    /// what the state's live nodes show, then the condition is judged. `Err` is the violation's
+    /// message, ``` `CONDITION` does not hold```, followed by `: REASON` when a history built-in
+    /// failed (which node, and what it lacks or contradicts).
+    pub fn check(&self, state: &GlobalState, memory: &mut Memory) -> Result<(), String> {
+        memory.absorb(&self.expr, &state.nodes);
+        match self.judge(state, memory) {
+            (true, _) => Ok(()),
+            (false, None) => Err(format!("`{}` does not hold", self.text)),
+            (false, Some(why)) => Err(format!("`{}` does not hold: {why}", self.text)),
+        }
+    }
+
+    /// Whether it holds in the state `memory` absorbed last, and why not if a history built-in
+    /// failed.
+    fn judge(&self, state: &GlobalState, memory: &Memory) -> (bool, Option<String>) {
         let no_message = Map::new();
+        let history = Judging {
+            memory,
+            why: std::cell::RefCell::new(None),
+        };
         let env = Env {
             node: NodeVars::None,
             msg: &no_message,
             nodes: &state.nodes,
+            history: Some(&history),
         };
-        matches!(self.expr.eval_in(&env), Ok(Value::Bool(true)))
+        let holds = matches!(self.expr.eval_in(&env), Ok(Value::Bool(true)));
+        (holds, history.why.into_inner())
     }
+}
+
+/// The memory history built-ins are judged against, and the first reason one gave for failing.
+struct Judging<'a> {
+    memory: &'a Memory,
+    why: std::cell::RefCell<Option<String>>,
 }
 
 /// Two conditions are the same when their text is.
@@ -555,6 +742,8 @@ struct Env<'a> {
     msg: &'a Map<String, Value>,
     /// The global state's nodes, for `nK.` and `any`/`all`.
     nodes: &'a [NodeView],
+    /// A condition's memory, for history built-ins.
+    history: Option<&'a Judging<'a>>,
 }
 
 #[derive(Clone, Copy)]
@@ -562,9 +751,9 @@ enum NodeVars<'a> {
     None,
     /// A sets-file guard's receiving node.
     Vars(&'a Map<String, Value>),
-    /// A node of a global state: `alive` is whether it is up, and a down node has no other
-    /// variables.
-    View(&'a NodeView),
+    /// Node K of a global state: `alive` is whether it is up, `id` is K, and a down node has no
+    /// other variables.
+    View(usize, &'a NodeView),
 }
 
 impl NodeVars<'_> {
@@ -572,9 +761,10 @@ impl NodeVars<'_> {
         match self {
             NodeVars::None => Value::Null,
             NodeVars::Vars(m) => m.get(name).cloned().unwrap_or(Value::Null),
-            NodeVars::View(v) if name == "alive" => Value::Bool(v.alive),
-            NodeVars::View(v) if !v.alive => Value::Null,
-            NodeVars::View(v) => v.vars.get(name).cloned().unwrap_or(Value::Null),
+            NodeVars::View(_, v) if name == "alive" => Value::Bool(v.alive),
+            NodeVars::View(k, _) if name == "id" => Value::from(k),
+            NodeVars::View(_, v) if !v.alive => Value::Null,
+            NodeVars::View(_, v) => v.vars.get(name).cloned().unwrap_or(Value::Null),
         }
     }
 }
@@ -583,14 +773,35 @@ impl Expr {
     /// Every `n.` (node) or `m.` (message) variable the expression reads: the first path element.
     pub fn vars(&self, scope: Scope, out: &mut Vec<String>) {
         match self {
-            Expr::Var { scope: s, path } if *s == scope => out.push(path[0].clone()),
-            Expr::Not(e) | Expr::Neg(e) | Expr::Len(e) | Expr::Quant(_, e) => e.vars(scope, out),
-            Expr::Bin(a, _, b) | Expr::Unique(a, b) => {
-                a.vars(scope, out);
-                b.vars(scope, out);
-            }
-            _ => {}
+            Expr::Var { scope: s, path } if *s == scope => out.extend(path.first().cloned()),
+            e => e.children().into_iter().for_each(|c| c.vars(scope, out)),
         }
+    }
+
+    /// Its direct subexpressions, in the order written.
+    pub fn children(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Lit(_) | Expr::Var { .. } => Vec::new(),
+            Expr::Not(e) | Expr::Neg(e) | Expr::Len(e) | Expr::Quant(_, e) => vec![e],
+            Expr::Bin(a, _, b) | Expr::Take(a, b) => vec![a, b],
+            Expr::Unique(v, k, c) => {
+                let mut out: Vec<&Expr> = vec![v, k];
+                out.extend(c.as_deref());
+                out
+            }
+            Expr::History(_, h) => h.args(),
+        }
+    }
+
+    /// Evaluate with `n.` naming node `i` of `nodes` (history built-ins' arguments).
+    pub(crate) fn eval_node(&self, nodes: &[NodeView], i: usize) -> Result<Value, EvalError> {
+        let no_message = Map::new();
+        self.eval_in(&Env {
+            node: NodeVars::View(i, &nodes[i]),
+            msg: &no_message,
+            nodes,
+            history: None,
+        })
     }
 
     /// Evaluate against a node's variables and a message's fields.
@@ -603,6 +814,7 @@ impl Expr {
             node: NodeVars::Vars(node),
             msg,
             nodes: &[],
+            history: None,
         })
     }
 
@@ -614,9 +826,10 @@ impl Expr {
                     Scope::Node => env.node.get(&path[0]),
                     Scope::Msg => env.msg.get(&path[0]).cloned().unwrap_or(Value::Null),
                     Scope::At(k) => match env.nodes.get(*k) {
-                        Some(view) => NodeVars::View(view).get(&path[0]),
+                        Some(view) => NodeVars::View(*k, view).get(&path[0]),
                         // A node the state does not have reads as a down one.
                         None if path[0] == "alive" => Value::Bool(false),
+                        None if path[0] == "id" => Value::from(*k),
                         None => Value::Null,
                     },
                     Scope::Param(_) => {
@@ -637,14 +850,40 @@ impl Expr {
                 Value::Null => 0.into(),
                 other => return Err(EvalError(format!("len() of {other}"))),
             },
-            Expr::Unique(v, k) => {
+            Expr::Take(l, k) => {
+                let list = match l.eval_in(env)? {
+                    Value::Array(a) => a,
+                    Value::Null => Vec::new(),
+                    other => return Err(EvalError(format!("take() of {other}, not a list"))),
+                };
+                let k = usize::try_from(int(&k.eval_in(env)?)?).unwrap_or(0);
+                Value::Array(list.into_iter().take(k).collect())
+            }
+            Expr::History(slot, h) => {
+                let Some(judging) = env.history else {
+                    return Err(EvalError(format!("{h} needs the run's history")));
+                };
+                match judging.memory.judge(*slot, h, env.nodes) {
+                    Ok(()) => Value::Bool(true),
+                    Err(why) => {
+                        judging.why.borrow_mut().get_or_insert(why);
+                        Value::Bool(false)
+                    }
+                }
+            }
+            Expr::Unique(v, k, c) => {
                 let mut seen: Vec<(Value, Value)> = Vec::new();
                 let mut unique = true;
-                for view in env.nodes {
+                for (i, view) in env.nodes.iter().enumerate() {
                     let inner = Env {
-                        node: NodeVars::View(view),
+                        node: NodeVars::View(i, view),
                         ..*env
                     };
+                    if let Some(c) = c {
+                        if !matches!(c.eval_in(&inner), Ok(Value::Bool(true))) {
+                            continue;
+                        }
+                    }
                     let (Ok(x), Ok(key)) = (v.eval_in(&inner), k.eval_in(&inner)) else {
                         continue;
                     };
@@ -659,9 +898,10 @@ impl Expr {
             Expr::Quant(Quant::Count, e) => Value::from(
                 env.nodes
                     .iter()
-                    .filter(|view| {
+                    .enumerate()
+                    .filter(|(i, view)| {
                         let inner = Env {
-                            node: NodeVars::View(view),
+                            node: NodeVars::View(*i, view),
                             ..*env
                         };
                         matches!(e.eval_in(&inner), Ok(Value::Bool(true)))
@@ -669,9 +909,9 @@ impl Expr {
                     .count(),
             ),
             Expr::Quant(q, e) => {
-                let mut each = env.nodes.iter().map(|view| {
+                let mut each = env.nodes.iter().enumerate().map(|(i, view)| {
                     let inner = Env {
-                        node: NodeVars::View(view),
+                        node: NodeVars::View(i, view),
                         ..*env
                     };
                     matches!(e.eval_in(&inner), Ok(Value::Bool(true)))
@@ -896,6 +1136,306 @@ mod tests {
         // A guard still needs `.name` after `n`, and cannot evaluate a parameter.
         assert!(parse("n").is_err());
         assert!(e.eval(&Map::new(), &Map::new()).is_err());
+    }
+
+    #[test]
+    fn ids_take_and_where() {
+        let s = state(&[
+            (
+                true,
+                json!({"role": "leader", "term": 2, "log": [1, 2, 3], "commit": 2}),
+            ),
+            (false, json!({"role": "leader", "term": 2})),
+            (
+                true,
+                json!({"role": "follower", "term": 2, "log": [1, 2], "commit": 5}),
+            ),
+        ]);
+        let holds = |c: &str| Condition::parse(c).unwrap().holds(&s);
+        // `n.id` is the node's number, down or not; `nK.id` is K.
+        assert!(holds("count(n.id >= 0) == 3 && n1.id == 1 && n9.id == 9"));
+        assert!(holds(r#"all(n.id != 2 || n.role == "follower")"#));
+        assert!(holds("any(!n.alive && n.id == 1)"));
+        // take: the first K, all if shorter, null reads [].
+        assert!(holds("take(n0.log, n0.commit) == take(n2.log, 2)"));
+        assert!(holds(
+            "len(take(n2.log, n2.commit)) == 2 && take(n1.log, 3) == take(n2.log, 0)"
+        ));
+        assert!(holds("len(take(n0.log, 0 - 1)) == 0"));
+        assert!(!holds("take(n0.term, 1) == null"));
+        assert!(!holds("len(take(n0.log, n0.role)) == 0"));
+        assert!(Condition::parse("take(n0.log 1)").is_err());
+        assert!(parse("take(n.log, 1) == null").is_err());
+        // where: only nodes where it holds count (n1 is down: it reads null).
+        assert!(!holds("unique(n.id per n.term)"));
+        assert!(holds(r#"unique(n.id per n.term where n.role == "leader")"#));
+        assert!(!holds(
+            r#"unique(n.id per n.term where n.role != "candidate")"#
+        ));
+        let c = Condition::parse(r#"unique(n.id per n.term where n.role == "leader")"#).unwrap();
+        assert_eq!(
+            c.expr.to_string(),
+            r#"unique(n.id per n.term where (n.role == "leader"))"#
+        );
+        assert_eq!(c.vars(), vec!["role", "term"]);
+        let c = Condition::parse_property(
+            "n3.alive && kept(take(n.log, n.commit) at n.term in n.log where n.leader.x == n2.id) && ever_agree(n.applied)",
+        )
+        .unwrap();
+        assert_eq!(c.vars(), vec!["applied", "commit", "leader", "log", "term"]);
+        assert_eq!(c.nodes(), vec![2, 3]);
+    }
+
+    /// Node views from `(alive, vars)`, for a run's states.
+    fn run(states: &[Vec<(bool, Value)>]) -> Vec<GlobalState> {
+        states.iter().map(|s| state(s)).collect()
+    }
+
+    /// The result of checking each state in order with one memory.
+    fn verdicts(c: &str, states: &[GlobalState]) -> Vec<Result<(), String>> {
+        let c = Condition::parse_property(c).unwrap();
+        let mut memory = Memory::default();
+        states.iter().map(|s| c.check(s, &mut memory)).collect()
+    }
+
+    #[test]
+    fn ever_unique_remembers_leaders_of_earlier_states() {
+        let leader = |term: i64| json!({"role": "leader", "term": term});
+        let follower = |term: i64| json!({"role": "follower", "term": term});
+        let states = run(&[
+            vec![(true, leader(1)), (true, follower(1)), (true, follower(1))],
+            // n0 crashes: it is no longer judged, but its leadership of term 1 is remembered.
+            vec![(false, leader(1)), (true, follower(1)), (true, follower(1))],
+            vec![(false, json!({})), (true, leader(2)), (true, follower(2))],
+            // A second leader of term 1, in a later state.
+            vec![(false, json!({})), (true, leader(2)), (true, leader(1))],
+            vec![(false, json!({})), (true, leader(2)), (true, follower(2))],
+        ]);
+        let p = r#"ever_unique(n.id per n.term where n.role == "leader")"#;
+        let v = verdicts(p, &states);
+        assert!(v[..3].iter().all(|r| r.is_ok()), "{v:?}");
+        // The conflict is the run's for good; the message says who and what.
+        assert_eq!(
+            v[3].as_ref().unwrap_err(),
+            &format!("`{p}` does not hold: n2 has n.id = 2 where n.term = 1, but n0 had 0 earlier in the run")
+        );
+        assert!(v[4].is_err());
+        // One state alone sees no conflict; `unique` over each state does not either.
+        assert!(Condition::parse_property(p).unwrap().holds(&states[3]));
+        assert!(verdicts(
+            r#"unique(n.id per n.term where n.role == "leader")"#,
+            &states
+        )
+        .iter()
+        .all(|r| r.is_ok()));
+        // Two leaders of one term in one state.
+        let both = run(&[vec![(true, leader(3)), (true, leader(3))]]);
+        let v = verdicts(p, &both);
+        assert!(
+            v[0].as_ref()
+                .unwrap_err()
+                .ends_with("but n0 had 0 in the same state"),
+            "{v:?}"
+        );
+        // Without `where`, and combined with other conditions.
+        let v = verdicts("ever_unique(n.role per n.id) || n0.alive", &states);
+        assert_eq!(v.iter().filter(|r| r.is_err()).count(), 3, "{v:?}");
+        assert!(
+            v[2].as_ref().unwrap_err().contains(
+                "n1 has n.role = \"leader\" where n.id = 1, but n1 had \"follower\" earlier"
+            ),
+            "{v:?}"
+        );
+        assert!(verdicts("!ever_unique(n.role per n.id)", &states)[3].is_ok());
+    }
+
+    #[test]
+    fn ever_agree_compares_with_every_list_seen() {
+        let states = run(&[
+            vec![(true, json!({"applied": ["a"]})), (true, json!({}))],
+            vec![
+                (true, json!({"applied": ["a", "b"]})),
+                (true, json!({"applied": ["a"]})),
+            ],
+            // n0 crashes: its ["a", "b"] is remembered.
+            vec![(false, json!({})), (true, json!({"applied": ["a"]}))],
+            vec![
+                (false, json!({})),
+                (true, json!({"applied": ["a", "c", "d"]})),
+            ],
+        ]);
+        let v = verdicts("ever_agree(n.applied)", &states);
+        assert!(v[..3].iter().all(|r| r.is_ok()), "{v:?}");
+        assert_eq!(
+            v[3].as_ref().unwrap_err(),
+            "`ever_agree(n.applied)` does not hold: n1's n.applied [\"a\",\"c\",\"d\"] disagrees with [\"a\",\"b\"] that n0 had earlier in the run: at index 1, \"c\" against \"b\""
+        );
+        // Prefixes agree, down nodes and non-lists contribute nothing.
+        let fine = run(&[
+            vec![
+                (true, json!({"log": [1, 2, 3], "c": 1})),
+                (true, json!({"log": [1, 9], "c": 1})),
+            ],
+            vec![
+                (true, json!({"log": [1, 2, 3], "c": 3})),
+                (false, json!({"log": [7]})),
+            ],
+            vec![
+                (true, json!({"log": 5, "c": 3})),
+                (true, json!({"log": [1, 2], "c": 2})),
+            ],
+        ]);
+        assert!(verdicts("ever_agree(take(n.log, n.c))", &fine)
+            .iter()
+            .all(|r| r.is_ok()));
+        assert!(verdicts("ever_agree(n.log)", &fine)[0].is_err());
+    }
+
+    #[test]
+    fn kept_finds_later_leaders_without_committed_entries() {
+        let node = |role: &str, term: i64, log: Value, commit: i64| {
+            (
+                true,
+                json!({"role": role, "term": term, "log": log, "commit": commit}),
+            )
+        };
+        let p = r#"kept(take(n.log, n.commit) at n.term in n.log where n.role == "leader")"#;
+        let states = run(&[
+            vec![
+                node("leader", 2, json!([1, 2]), 2),
+                node("follower", 2, json!([1, 2]), 1),
+                node("follower", 1, json!([1]), 0),
+            ],
+            // n0 crashes, having committed [1, 2] at term 2. n2 still thinks it leads term 1:
+            // a stale leader of an older term need not have it.
+            vec![
+                (false, json!({})),
+                node("follower", 2, json!([1, 2]), 1),
+                node("leader", 1, json!([1]), 0),
+            ],
+            // n1 leads term 3 with the entry: fine.
+            vec![
+                (false, json!({})),
+                node("leader", 3, json!([1, 2, 5]), 1),
+                node("follower", 3, json!([1]), 0),
+            ],
+            // n2 leads term 4 without entry 2, committed at term 2.
+            vec![
+                (false, json!({})),
+                node("follower", 4, json!([1, 2, 5]), 1),
+                node("leader", 4, json!([1, 7]), 0),
+            ],
+        ]);
+        let v = verdicts(p, &states);
+        assert!(v[..3].iter().all(|r| r.is_ok()), "{v:?}");
+        assert_eq!(
+            v[3].as_ref().unwrap_err(),
+            &format!("`{p}` does not hold: n2 (n.role == \"leader\", n.term = 4) lacks [1,2] that n0 had as take(n.log, n.commit) at n.term = 2: at index 1 its n.log has 7 where that had 2")
+        );
+        // A leader of term 4 whose log is too short.
+        let mut short = states.clone();
+        short[3] = state(&[
+            (false, json!({})),
+            node("follower", 4, json!([1, 2, 5]), 1),
+            node("leader", 4, json!([1]), 0),
+        ]);
+        let v = verdicts(p, &short);
+        assert!(
+            v[3].as_ref()
+                .unwrap_err()
+                .ends_with("its n.log has only 1 entries"),
+            "{v:?}"
+        );
+        // Without `where`, every live node is judged: n2 at term 2 lacks n0's entry 2.
+        let v = verdicts(
+            "kept(take(n.log, n.commit) at n.term in n.log)",
+            &states[..1],
+        );
+        assert!(v[0].is_ok(), "{v:?}");
+        let two = run(&[vec![
+            node("leader", 2, json!([1, 2]), 2),
+            node("follower", 2, json!([1]), 1),
+        ]]);
+        let v = verdicts("kept(take(n.log, n.commit) at n.term in n.log)", &two);
+        assert!(
+            v[0].as_ref()
+                .unwrap_err()
+                .contains("n1 (n.term = 2) lacks [1,2]"),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn kept_remembers_little() {
+        let c = Condition::parse_property("kept(n.log at n.term in n.log where false)").unwrap();
+        let mut memory = Memory::default();
+        for k in 0..50 {
+            let log: Vec<i64> = (0..k).collect();
+            let s = state(&[
+                (true, json!({"log": log.clone(), "term": 1})),
+                (true, json!({"log": log, "term": 1})),
+            ]);
+            c.check(&s, &mut memory).unwrap();
+        }
+        assert_eq!(memory.states(), 50);
+        // Every shorter list at term 1 is a prefix of the longest at term 1.
+        assert!(
+            format!("{memory:?}").matches("Seen").count() == 1,
+            "{memory:?}"
+        );
+    }
+
+    #[test]
+    fn history_built_ins_are_for_properties_outside_quantifiers() {
+        for h in [
+            "ever_unique(n.a per n.b)",
+            "ever_agree(n.log)",
+            "kept(n.log at n.term in n.log)",
+        ] {
+            let name = &h[..h.find('(').unwrap()];
+            let e = Condition::parse(h).unwrap_err();
+            assert_eq!(
+                (e.column, e.message),
+                (
+                    1,
+                    format!("`{name}(...)` remembers the run's history: it is for properties, not `when`")
+                )
+            );
+            let e = Condition::parse_property(&format!("any({h})")).unwrap_err();
+            assert_eq!(e.column, 5);
+            assert!(e.message.contains("outside any(...)"), "{e}");
+            assert!(Condition::parse_property(&format!("ever_agree({h})")).is_err());
+            assert!(Condition::parse_property(&format!("unique({h} per n.x)")).is_err());
+            let c = Condition::parse_property(&format!("!({h}) || n0.alive && {h}")).unwrap();
+            assert!(c.has_history());
+            assert!(parse(h).is_err());
+            // Display round-trips through the parser.
+            let shown = c.expr.to_string();
+            assert_eq!(parse_as(&shown, Mode::Property).unwrap().to_string(), shown);
+        }
+        assert!(!Condition::parse_property("n0.alive").unwrap().has_history());
+        let e = Condition::parse_property("kept(n.log in n.log)").unwrap_err();
+        assert!(e.message.contains("expected `at`"), "{e}");
+        let e = Condition::parse_property("kept(n.log at n.term n.log)").unwrap_err();
+        assert!(e.message.contains("expected `in`"), "{e}");
+        let e = Condition::parse_property("ever_unique(n.a, n.b)").unwrap_err();
+        assert!(e.message.contains("expected `per`"), "{e}");
+        // Each built-in has its own memory slot.
+        let c = Condition::parse_property("ever_agree(n.a) && ever_agree(n.b)").unwrap();
+        let Expr::Bin(a, _, b) = &c.expr else {
+            panic!()
+        };
+        assert!(matches!(
+            (&**a, &**b),
+            (Expr::History(0, _), Expr::History(1, _))
+        ));
+        let states = run(&[
+            vec![(true, json!({"a": [1], "b": [2]}))],
+            vec![(true, json!({"a": [1, 3], "b": [2, 4]}))],
+        ]);
+        assert!(verdicts("ever_agree(n.a) && ever_agree(n.b)", &states)
+            .iter()
+            .all(|r| r.is_ok()));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod event;
 pub mod exceptions;
 pub mod guard;
+pub mod history;
 pub mod property;
 pub mod sets;
 pub mod sim;

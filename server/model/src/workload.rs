@@ -283,7 +283,7 @@ impl Workload {
         }
         let fault_when = faults
             .when
-            .map(|w| condition(path, text, &w, nodes, "faults.when"))
+            .map(|w| condition(path, text, &w, nodes, "faults.when", false))
             .transpose()?;
         let mut properties: Vec<ConditionProperty> = Vec::new();
         for p in &raw.property {
@@ -296,11 +296,11 @@ impl Workload {
             }
             let (check, kind) = match (&p.always, &p.eventually, &p.command) {
                 (Some(c), None, None) if p.kind.is_none() => (
-                    Check::Condition(condition(path, text, c, nodes, &what)?),
+                    Check::Condition(condition(path, text, c, nodes, &what, true)?),
                     crate::PropertyKind::Safety,
                 ),
                 (None, Some(c), None) if p.kind.is_none() => (
-                    Check::Condition(condition(path, text, c, nodes, &what)?),
+                    Check::Condition(condition(path, text, c, nodes, &what, true)?),
                     crate::PropertyKind::Liveness,
                 ),
                 (None, None, Some(argv)) => {
@@ -321,11 +321,7 @@ impl Workload {
                     )))
                 }
             };
-            properties.push(ConditionProperty {
-                name: p.name.clone(),
-                kind,
-                check,
-            });
+            properties.push(ConditionProperty::new(p.name.clone(), kind, check));
         }
         let exceptions = raw.exceptions.unwrap_or_default();
         let logs = raw.logs.unwrap_or_default();
@@ -381,14 +377,16 @@ impl Workload {
     }
 }
 
-/// Parse `[faults] when`, its errors placed in the workload file: the column inside the
-/// condition counts from its string's opening quote (exact for strings without escapes).
+/// Parse `[faults] when`, or (`property`) a `[[property]]`'s condition with its history
+/// built-ins, its errors placed in the workload file: the column inside the condition counts
+/// from its string's opening quote (exact for strings without escapes).
 fn condition(
     path: &Path,
     text: &str,
     when: &toml::Spanned<String>,
     nodes: usize,
     what: &str,
+    property: bool,
 ) -> Result<Condition, WorkloadError> {
     let at = |column_in: usize, message: String| {
         let (line, column) = line_col(text, when.span().start);
@@ -400,7 +398,12 @@ fn condition(
             message,
         }
     };
-    let c = Condition::parse(when.get_ref()).map_err(|e| at(e.column, e.message))?;
+    // A property's condition may remember the run (history built-ins); `when` may not.
+    let parse = match property {
+        false => Condition::parse,
+        true => Condition::parse_property,
+    };
+    let c = parse(when.get_ref()).map_err(|e| at(e.column, e.message))?;
     if let Some(k) = c.nodes().into_iter().find(|&k| k >= nodes) {
         return Err(at(
             1,
@@ -530,24 +533,109 @@ variant = "fixed"
         assert!(e.contains("names node n3, but nodes are n0..n2"), "{e}");
         let e = err("crash_nodes = [2]", "when = \"n.alive\"");
         assert!(e.contains("only inside any"), "{e}");
+        let e = err("crash_nodes = [2]", "when = 'ever_unique(n.id per n.term)'");
+        assert!(
+            e.ends_with("faults.when: `ever_unique(...)` remembers the run's history: it is for properties, not `when`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn properties_may_remember_the_run() {
+        let text = format!(
+            "{GOOD}\n[[property]]\nname = \"election-safety\"\nalways = 'ever_unique(n.id per n.term where n.role == \"leader\")'\n\n[[property]]\nname = \"completeness\"\nalways = 'kept(take(n.log, n.commit) at n.term in n.log where n.role == \"leader\") && ever_agree(n.applied)'\n"
+        );
+        let w = Workload::parse(Path::new("w/x.toml"), &text).unwrap();
+        assert_eq!(w.properties.len(), 2);
+        // A path file records the workload: its properties read back.
+        let back: Workload = serde_json::from_value(serde_json::to_value(&w).unwrap()).unwrap();
+        assert_eq!(back.properties, w.properties);
+        // Each run's property remembers its own run.
+        let mut p = w.properties[0].clone();
+        let leader = |term: i64| crate::NodeView {
+            alive: true,
+            vars: serde_json::json!({"role": "leader", "term": term})
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        let state = |nodes: Vec<crate::NodeView>| crate::GlobalState::new(nodes, &[]);
+        let follower = crate::NodeView {
+            alive: true,
+            vars: Map::new(),
+        };
+        use crate::Property;
+        assert!(p
+            .check(&state(vec![leader(1), follower.clone(), follower.clone()]))
+            .is_ok());
+        let e = p
+            .check(&state(vec![follower.clone(), leader(1), follower.clone()]))
+            .unwrap_err();
+        assert!(
+            e.ends_with("n1 has n.id = 1 where n.term = 1, but n0 had 0 earlier in the run"),
+            "{e}"
+        );
+        let mut fresh = w.properties[0].clone();
+        assert!(fresh
+            .check(&state(vec![follower.clone(), leader(1), follower]))
+            .is_ok());
+        // Inside any(...) a history built-in is an error at its column.
+        let bad = text
+            .replace("always = 'ever_unique", "always = 'any(ever_unique")
+            .replace("leader\")'\n\n", "leader\"))'\n\n");
+        let e = Workload::parse(Path::new("w/x.toml"), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("property `election-safety`: `ever_unique(...)` judges the whole run"),
+            "{e}"
+        );
     }
 }
 
 /// A workload's `[[property]]`: `always` a condition (safety, on every state) or
 /// `eventually` (liveness, judged on a run's end state), or an external checker.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ConditionProperty {
     pub name: String,
     pub kind: crate::PropertyKind,
     pub check: Check,
+    /// What the condition's history built-ins remember of the run so far (a property is
+    /// fresh per run).
+    #[serde(skip)]
+    memory: crate::guard::Memory,
+}
+
+impl ConditionProperty {
+    pub fn new(name: String, kind: crate::PropertyKind, check: Check) -> ConditionProperty {
+        ConditionProperty {
+            name,
+            kind,
+            check,
+            memory: Default::default(),
+        }
+    }
+}
+
+/// Two properties are the same when their name, kind and check are (not what they saw).
+impl PartialEq for ConditionProperty {
+    fn eq(&self, other: &ConditionProperty) -> bool {
+        (&self.name, self.kind, &self.check) == (&other.name, other.kind, &other.check)
+    }
 }
 
 /// What a workload property checks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Check {
-    Condition(Condition),
+    /// A property condition ([`Condition::parse_property`]: history built-ins allowed).
+    Condition(#[serde(deserialize_with = "property_condition")] Condition),
     /// The program and its arguments (the program resolved against the workload's folder).
     Command(Vec<String>),
+}
+
+fn property_condition<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Condition, D::Error> {
+    let text = String::deserialize(d)?;
+    Condition::parse_property(&text).map_err(|e| serde::de::Error::custom(format!("`{text}`: {e}")))
 }
 
 /// A checker command: its program must exist (a relative path is the workload folder's).
@@ -633,8 +721,7 @@ impl crate::Property for ConditionProperty {
     }
     fn check(&mut self, state: &crate::GlobalState) -> Result<(), String> {
         match &self.check {
-            Check::Condition(c) if c.holds(state) => Ok(()),
-            Check::Condition(c) => Err(format!("`{}` does not hold", c.text())),
+            Check::Condition(c) => c.check(state, &mut self.memory),
             Check::Command(argv) => run_checker(argv, state),
         }
     }
