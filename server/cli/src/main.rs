@@ -392,24 +392,26 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Hunt(args) => flymc::hunt::run(args, folder),
         Command::Analyze(args) => analyze(args),
         Command::Systems => {
-            for s in systems::all() {
+            for s in systems::listed() {
                 println!("{:<16} {}", s.name(), s.description());
+            }
+            for (file, loaded) in systems::user_files() {
+                if let Err(e) = loaded {
+                    eprintln!("flymc: {} left out: {e}", file.display());
+                }
             }
             Ok(0)
         }
         Command::Workloads { system } => {
-            let folder = workloads::folder(folder)?;
-            let list: Vec<String> = match system {
-                Some(name) => vec![systems::find(&name)?.name().to_string()],
-                None => systems::all()
-                    .iter()
-                    .map(|s| s.name().to_string())
-                    .collect(),
+            let list: Vec<Box<dyn flymc_model::System>> = match system {
+                Some(name) => vec![systems::find(&name)?],
+                None => systems::listed(),
             };
             for system in list {
-                for name in workloads::names(&folder, &system) {
-                    let w = workloads::load(&folder, &system, &name)?;
-                    println!("{:<14} {:<12} {}", system, name, w.description);
+                let dir = systems::workloads_dir(system.as_ref(), folder)?;
+                for name in workloads::names_in(&dir) {
+                    let w = workloads::load_in(&dir, system.name(), &name)?;
+                    println!("{:<14} {:<12} {}", system.name(), name, w.description);
                 }
             }
             Ok(0)
@@ -434,8 +436,8 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     let mut options = systems::options(&args.backend, args.listen, !args.no_snapshots)?;
     options.keep_run_dirs = args.keep_run_dirs;
     let system = systems::find_with(&args.system, &options)?;
-    let folder = workloads::folder(folder)?;
-    let mut workload = workloads::load(&folder, system.name(), &args.workload)?;
+    let dir = systems::workloads_dir(system.as_ref(), folder)?;
+    let mut workload = workloads::load_in(&dir, system.name(), &args.workload)?;
     zookeeper_overrides(&args, &mut workload)?;
     workloads::check_expect(system.as_ref(), &workload)?;
     let needs_sets = matches!(args.strategy.as_str(), "samc" | "flymc" | "portfolio");
@@ -854,7 +856,7 @@ fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
 
 fn replay_cmd(file: &Path, folder: Option<&Path>, backend: &str) -> Result<u8> {
     let path = PathFile::load(file)?;
-    let system = systems::find_on(&path.system, backend)?;
+    let system = systems::for_path(&path, backend)?;
     let workload = workload_for(&path, folder)?;
     workloads::check_expect(system.as_ref(), &workload)?;
     println!(

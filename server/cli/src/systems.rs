@@ -3,6 +3,9 @@
 
 use flymc_model::System;
 use flymc_raft::{Flavor, RaftSystem};
+use std::path::{Path, PathBuf};
+
+use flymc_real::system_file::{self, FileSystem, SystemFile};
 use flymc_real::{BackendKind, RealOptions};
 use flymc_zookeeper::ZookeeperSystem;
 
@@ -21,6 +24,90 @@ pub fn all_with(options: &RealOptions) -> Vec<Box<dyn System>> {
 /// Every system with the default options (local processes, a free port).
 pub fn all() -> Vec<Box<dyn System>> {
     all_with(&RealOptions::default())
+}
+
+/// The built-in systems, then the user's: `systems/*/system.toml` under the current folder
+/// (a file that does not load is left out; [`user_files`] says why).
+pub fn listed() -> Vec<Box<dyn System>> {
+    let mut out = all();
+    for (_, loaded) in user_files() {
+        if let Ok(s) = loaded {
+            if out.iter().all(|b| b.name() != s.name()) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// A system file found under the current folder, loaded or why not.
+pub type UserFile = (PathBuf, Result<Box<dyn System>, FindSystemError>);
+
+/// `systems/*/system.toml` under the current folder, each loaded or why not.
+pub fn user_files() -> Vec<UserFile> {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    system_file::discover(&cwd)
+        .into_iter()
+        .map(|f| {
+            let s = from_file(&f, &RealOptions::default());
+            (f, s)
+        })
+        .collect()
+}
+
+/// The system a `system.toml` describes, for `options`.
+pub fn from_file(file: &Path, options: &RealOptions) -> Result<Box<dyn System>, FindSystemError> {
+    let file = if file.is_dir() {
+        file.join(system_file::FILE_NAME)
+    } else {
+        file.to_path_buf()
+    };
+    let sf = SystemFile::load(&file)?;
+    Ok(match sf.rust.as_deref() {
+        None => Box::new(FileSystem::new(sf, *options)),
+        Some("raft") => Box::new(RaftSystem::load(&file)?.options(*options)),
+        Some("zookeeper") => Box::new(ZookeeperSystem::load(&file, *options)?),
+        Some(other) => return Err(FindSystemError::Rust(file.clone(), other.into())),
+    })
+}
+
+/// Whether `--system` names a file (or a folder holding `system.toml`) rather than a name.
+fn is_file_arg(name: &str) -> bool {
+    name.ends_with(".toml") || name.contains('/')
+}
+
+/// The system a path file was recorded on: by name, else the `system.toml` two folders above
+/// its workload file (`<system>/workloads/<name>.toml`), where file-described systems keep them.
+pub fn for_path(
+    path: &flymc_core::pathfile::PathFile,
+    backend: &str,
+) -> Result<Box<dyn System>, FindSystemError> {
+    match find_on(&path.system, backend) {
+        Err(FindSystemError::Unknown(e)) => {
+            let beside = path
+                .workload
+                .file
+                .parent()
+                .and_then(Path::parent)
+                .map(|d| d.join(system_file::FILE_NAME))
+                .filter(|f| f.is_file());
+            match beside {
+                Some(f) => find_on(&f.display().to_string(), backend),
+                None => Err(FindSystemError::Unknown(e)),
+            }
+        }
+        other => other,
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FindSystemError {
+    #[error(transparent)]
+    Unknown(#[from] UnknownSystem),
+    #[error(transparent)]
+    File(#[from] flymc_real::system_file::SystemFileError),
+    #[error("{0}: rust = \"{1}\" names no Rust integration of this flymc; valid: zookeeper, raft, raft-asyncraft")]
+    Rust(PathBuf, String),
 }
 
 /// What `flymc setup NAME` does for the systems that need one; a one-line error otherwise.
@@ -46,8 +133,22 @@ pub const SETUPS: &[(&str, SetupFn)] = &[
 pub const CRIU: &str = "criu";
 
 /// A system by name, its nodes on the backend and event server address of `options`.
-pub fn find_with(name: &str, options: &RealOptions) -> Result<Box<dyn System>, UnknownSystem> {
-    let systems = all_with(options);
+pub fn find_with(name: &str, options: &RealOptions) -> Result<Box<dyn System>, FindSystemError> {
+    if is_file_arg(name) {
+        return from_file(Path::new(name), options);
+    }
+    let mut systems = all_with(options);
+    if systems.iter().all(|s| s.name() != name) {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        for f in system_file::discover(&cwd) {
+            if let Ok(sf) = SystemFile::load(&f) {
+                if sf.name == name {
+                    return from_file(&f, options);
+                }
+                systems.push(Box::new(FileSystem::new(sf, *options)));
+            }
+        }
+    }
     let s = pick(name, systems)?;
     if options.backend == BackendKind::Docker && !s.runs_in_docker() {
         let docker: Vec<String> = all()
@@ -55,13 +156,13 @@ pub fn find_with(name: &str, options: &RealOptions) -> Result<Box<dyn System>, U
             .filter(|s| s.runs_in_docker())
             .map(|s| s.name().to_string())
             .collect();
-        return Err(UnknownSystem {
+        return Err(FindSystemError::Unknown(UnknownSystem {
             name: format!("{name} on the docker backend"),
             valid: format!(
                 "{} (simulated systems run in memory, the Raft node programs as local processes)",
                 docker.join(", ")
             ),
-        });
+        }));
     }
     Ok(s)
 }
@@ -86,7 +187,7 @@ pub fn options(
 }
 
 /// A system by name and backend name.
-pub fn find_on(name: &str, backend: &str) -> Result<Box<dyn System>, UnknownSystem> {
+pub fn find_on(name: &str, backend: &str) -> Result<Box<dyn System>, FindSystemError> {
     find_with(name, &options(backend, None, false)?)
 }
 
@@ -97,8 +198,8 @@ pub struct UnknownSystem {
     pub valid: String,
 }
 
-pub fn find(name: &str) -> Result<Box<dyn System>, UnknownSystem> {
-    pick(name, all())
+pub fn find(name: &str) -> Result<Box<dyn System>, FindSystemError> {
+    find_with(name, &RealOptions::default())
 }
 
 fn pick(name: &str, systems: Vec<Box<dyn System>>) -> Result<Box<dyn System>, UnknownSystem> {
@@ -166,4 +267,16 @@ pub fn load_sets(
             .map(|k| k.into_iter().map(String::from).collect()),
     };
     Ok(Some(SetsFile::parse(&label, &text, &known)?))
+}
+
+/// Where `system`'s workload files are: its own folder for a file-described system, else
+/// `<workloads folder>/<name>`.
+pub fn workloads_dir(
+    system: &dyn System,
+    folder: Option<&Path>,
+) -> Result<PathBuf, flymc_core::workloads::FindError> {
+    match system.workloads_dir() {
+        Some(d) => Ok(d),
+        None => Ok(flymc_core::workloads::folder(folder)?.join(system.name())),
+    }
 }

@@ -68,7 +68,12 @@ pub fn folder(explicit: Option<&Path>) -> Result<PathBuf, FindError> {
 
 /// Workload names available for `system`, sorted.
 pub fn names(folder: &Path, system: &str) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(folder.join(system))
+    names_in(&folder.join(system))
+}
+
+/// The workload names in `dir` (its `*.toml` files), sorted.
+pub fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
@@ -94,13 +99,18 @@ pub fn all(folder: &Path, system: &str) -> Result<Vec<Workload>, FindError> {
 
 /// Load a workload given by name (looked up for `system`) or by path to a `.toml` file.
 pub fn load(folder: &Path, system: &str, name_or_path: &str) -> Result<Workload, FindError> {
+    load_in(&folder.join(system), system, name_or_path)
+}
+
+/// [`load`], a name looked up in `dir` (which holds the workload files directly).
+pub fn load_in(dir: &Path, system: &str, name_or_path: &str) -> Result<Workload, FindError> {
     let as_path = Path::new(name_or_path);
     let file = if name_or_path.ends_with(".toml") || as_path.components().count() > 1 {
         as_path.to_path_buf()
     } else {
-        let file = folder.join(system).join(format!("{name_or_path}.toml"));
+        let file = dir.join(format!("{name_or_path}.toml"));
         if !file.is_file() {
-            let valid = names(folder, system);
+            let valid = names_in(dir);
             return Err(FindError::Unknown {
                 system: system.into(),
                 name: name_or_path.into(),

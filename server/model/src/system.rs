@@ -64,4 +64,9 @@ pub trait System: Send + Sync {
     fn message_kinds(&self) -> Option<Vec<&'static str>> {
         None
     }
+    /// The folder that holds its workload files directly, for a system described by a file
+    /// (`<its folder>/workloads`); `None`: `workloads/<name>/` of the workloads folder.
+    fn workloads_dir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
 }

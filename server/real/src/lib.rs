@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod eventserver;
 mod logscan;
 pub mod snapshot;
+pub mod system_file;
 mod target;
 
 use std::net::SocketAddr;

@@ -47,7 +47,7 @@ pub fn run(args: &DebugArgs, folder: Option<&Path>) -> Result<u8> {
         None => None,
     };
     let path = PathFile::load(&args.file)?;
-    let system = systems::find_on(&path.system, &args.backend)?;
+    let system = systems::for_path(&path, &args.backend)?;
     let workload = workload_for(&path, folder)?;
     workloads::check_expect(system.as_ref(), &workload)?;
     let mut s = Session::new(path, system, workload);

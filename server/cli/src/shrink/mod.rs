@@ -54,7 +54,7 @@ pub fn run(args: &ShrinkArgs, folder: Option<&Path>) -> Result<u8> {
             args.file.display()
         );
     };
-    let system = systems::find_on(&path.system, &args.backend)?;
+    let system = systems::for_path(&path, &args.backend)?;
     let workload = workload_for(&path, folder)?;
     workloads::check_expect(system.as_ref(), &workload)?;
     println!(

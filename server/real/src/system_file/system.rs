@@ -1,0 +1,461 @@
+//! [`FileSystem`]: the [`System`] a `system.toml` describes, its nodes real processes started
+//! by the file's command line.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use flymc_model::{NodeId, Property, Symmetry, System, Target, TargetError, Workload};
+use serde_json::{Map, Value};
+
+use super::{HookKind, Roles, SystemFile};
+use crate::cluster::{find_program, NodeCommand};
+use crate::{which, ClientRequest, Launch, RealConfig, RealOptions, RealTarget};
+
+/// A system described by a file. Its name and description are leaked once per process: a
+/// system lives as long as flymc runs.
+pub struct FileSystem {
+    pub file: SystemFile,
+    name: &'static str,
+    description: &'static str,
+    options: RealOptions,
+    fault_vars: Option<&'static [&'static str]>,
+    exceptions: &'static [&'static str],
+    messages: Option<Vec<&'static str>>,
+    sets: Option<&'static str>,
+    /// The node program, instead of the one the file names (tests run a just-built binary).
+    program: Option<PathBuf>,
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
+}
+
+fn leak_all(v: &[String]) -> &'static [&'static str] {
+    Box::leak(
+        v.iter()
+            .map(|s| leak(s))
+            .collect::<Vec<_>>()
+            .into_boxed_slice(),
+    )
+}
+
+/// Placeholders a node's arguments and environment may hold.
+const PLACEHOLDERS: &str = "{node}, {nodes}, {incarnation}, {addr}, {ip}, {port}, {data_dir}, {peers}, {system_dir}, {params}, {param.NAME}, {java_agent}";
+
+/// Check that `s` uses only known placeholders (and `{param.NAME}` only declared parameters).
+pub(super) fn check_placeholders(
+    s: &str,
+    params: &Map<String, Value>,
+    optional: &[(String, String)],
+    hook: &HookKind,
+) -> Result<(), String> {
+    let mut rest = s;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            return Err(format!("`{s}`: a `{{` without its `}}`"));
+        };
+        let name = &rest[open + 1..open + close];
+        let ok = match name {
+            "node" | "nodes" | "incarnation" | "addr" | "ip" | "port" | "data_dir" | "peers"
+            | "system_dir" | "params" => true,
+            "java_agent" => matches!(hook, HookKind::JavaAgent { .. }),
+            _ => match name.strip_prefix("param.") {
+                Some(p) => params.contains_key(p) || optional.iter().any(|(k, _)| k == p),
+                None => false,
+            },
+        };
+        if !ok {
+            let why = if name == "java_agent" {
+                "{java_agent} needs [hook] kind = \"java-agent\"".to_string()
+            } else if let Some(p) = name.strip_prefix("param.") {
+                format!("{{param.{p}}}: `{p}` is not declared in [params]")
+            } else {
+                format!("unknown placeholder {{{name}}}; valid: {PLACEHOLDERS}")
+            };
+            return Err(why);
+        }
+        rest = &rest[open + close + 1..];
+    }
+    Ok(())
+}
+
+impl FileSystem {
+    pub fn new(file: SystemFile, options: RealOptions) -> FileSystem {
+        FileSystem {
+            name: leak(&file.name),
+            description: leak(&file.description),
+            fault_vars: file.survive_crash.as_deref().map(leak_all),
+            exceptions: leak_all(&file.exceptions),
+            messages: file.messages.as_ref().map(|m| leak_all(m).to_vec()),
+            sets: file.sets.as_ref().map(|(_, t)| leak(t)),
+            options,
+            file,
+            program: None,
+        }
+    }
+
+    /// Runs under the user's options (backend, event server address, snapshots).
+    pub fn options(mut self, options: RealOptions) -> FileSystem {
+        self.options = options;
+        self
+    }
+
+    /// The options it runs under.
+    pub fn options_ref(&self) -> &RealOptions {
+        &self.options
+    }
+
+    /// Runs `program` as the node program instead of the one the file names.
+    pub fn with_program(mut self, program: impl Into<PathBuf>) -> FileSystem {
+        self.program = Some(program.into());
+        self
+    }
+
+    /// The workload's parameters over the file's defaults, each checked against its default's
+    /// type.
+    pub fn params(&self, w: &Workload) -> Result<Map<String, Value>, TargetError> {
+        let mut out = self.file.params.clone();
+        for (k, v) in &w.params {
+            let declared = out.get(k).map(super::type_name).or_else(|| {
+                (self.file.optional_params.iter())
+                    .find(|(o, _)| o == k)
+                    .map(|(_, t)| t.as_str())
+            });
+            let Some(want) = declared else {
+                let valid: Vec<&str> = (self.file.params.keys())
+                    .chain(self.file.optional_params.iter().map(|(k, _)| k))
+                    .map(String::as_str)
+                    .collect();
+                return Err(TargetError::Workload(format!(
+                    "{}: unknown parameter `{k}` in [params]; valid: {}",
+                    w.file.display(),
+                    if valid.is_empty() {
+                        "none".to_string()
+                    } else {
+                        valid.join(", ")
+                    }
+                )));
+            };
+            if want != super::type_name(v) {
+                return Err(TargetError::Workload(format!(
+                    "{}: params.{k} must be of type {want}, got {v}",
+                    w.file.display(),
+                )));
+            }
+            out.insert(k.clone(), v.clone());
+        }
+        Ok(out)
+    }
+
+    fn program(&self) -> Result<PathBuf, TargetError> {
+        if let Some(p) = &self.program {
+            return Ok(p.clone());
+        }
+        let node = self.file.node.as_ref().ok_or_else(|| {
+            TargetError::Other(format!(
+                "{}: no [node] table: this system's nodes are started by its Rust integration",
+                self.file.file.display()
+            ))
+        })?;
+        if node.program.contains('/') {
+            return Ok(self.dir().join(&node.program));
+        }
+        find_program(&node.program)
+            .ok()
+            .or_else(|| which(&node.program))
+            .ok_or_else(|| {
+                TargetError::Other(format!(
+                    "{}: the node program `{}` is neither next to flymc nor on PATH: build or install it",
+                    self.file.file.display(),
+                    node.program
+                ))
+            })
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.file
+            .file
+            .parent()
+            .map(PathBuf::from)
+            .unwrap_or_default()
+    }
+
+    /// The setup checks, in order; the first that fails is one line with its fix.
+    pub fn run_checks(&self) -> Result<(), TargetError> {
+        for c in &self.file.checks {
+            let Some((prog, args)) = c.run.split_first() else {
+                continue;
+            };
+            let ok = std::process::Command::new(prog)
+                .args(args)
+                .current_dir(self.dir())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                return Err(TargetError::Other(format!(
+                    "{}: setup check `{}` failed: {}",
+                    self.file.file.display(),
+                    c.run.join(" "),
+                    c.fix
+                )));
+            }
+        }
+        if let HookKind::JavaAgent { .. } = self.file.hook {
+            let jar = java_agent_jar();
+            if !jar.is_file() {
+                return Err(TargetError::Other(format!(
+                    "{}: flymc's Java agent {} is not built: run `flymc setup zookeeper`, which builds it",
+                    self.file.file.display(),
+                    jar.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The [`RealConfig`] of a run of `w`.
+    pub fn config(&self, w: &Workload) -> Result<RealConfig, TargetError> {
+        let params = self.params(w)?;
+        self.run_checks()?;
+        let program = self.program()?;
+        let node = self.file.node.clone().expect("program() checked it");
+        let clients = match &self.file.clients {
+            Some((param, event)) => clients(&params, param, event, w)?,
+            None => Vec::new(),
+        };
+        let hooks_json = match &self.file.hook {
+            HookKind::JavaAgent { hooks } => Some(hooks_json(hooks)?),
+            _ => None,
+        };
+        let dir = self.dir();
+        let params_json = Value::Object(params.clone()).to_string();
+        let mut cfg = RealConfig::new(self.name, move |l: &Launch| {
+            let fill = |s: &str| expand(s, l, &params, &params_json, &dir, hooks_json.as_deref());
+            let mut c = NodeCommand::new(&program);
+            c.args = node.args.iter().map(|a| fill(a)).collect();
+            c.env = node.env.iter().map(|(k, v)| (k.clone(), fill(v))).collect();
+            c
+        })
+        .clients(clients)
+        .notices(self.file.node.as_ref().is_some_and(|n| n.notices))
+        .crash_loses_outbound(self.file.crash_loses_sent)
+        .log_patterns(
+            &self
+                .file
+                .log_patterns
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        )
+        .options(&self.options);
+        if let Some(ms) = self.file.node.as_ref().and_then(|n| n.settle_timeout_ms) {
+            cfg = cfg.settle_timeout(Duration::from_millis(ms));
+        }
+        Ok(cfg)
+    }
+}
+
+/// flymc's Java agent, as `flymc setup zookeeper` builds it.
+fn java_agent_jar() -> PathBuf {
+    crate::snapshot::cache_dir()
+        .join("java")
+        .join("flymc-hook.jar")
+}
+
+/// A hooks file (TOML) as the agent's JSON configuration (`[[point]]` becomes `points`).
+fn hooks_json(hooks: &std::path::Path) -> Result<String, TargetError> {
+    let bad = |e: String| TargetError::Other(format!("{}: {e}", hooks.display()));
+    let text = std::fs::read_to_string(hooks).map_err(|e| bad(e.to_string()))?;
+    let v: toml::Value = toml::from_str(&text).map_err(|e| bad(e.message().to_string()))?;
+    let mut j = serde_json::to_value(&v).map_err(|e| bad(e.to_string()))?;
+    if let Some(o) = j.as_object_mut() {
+        if let Some(p) = o.remove("point") {
+            o.insert("points".into(), p);
+        }
+    }
+    Ok(j.to_string())
+}
+
+/// Each element of list parameter `param` (a table with `to` and the event's fields) as a
+/// client event `event` at node `to`.
+fn clients(
+    params: &Map<String, Value>,
+    param: &str,
+    event: &str,
+    w: &Workload,
+) -> Result<Vec<ClientRequest>, TargetError> {
+    let bad = |m: String| TargetError::Workload(format!("{}: params.{param}{m}", w.file.display()));
+    let list = params
+        .get(param)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    list.into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let Value::Object(mut fields) = item else {
+                return Err(bad(format!(
+                    "[{i}] must be a table with `to` (a node) and the event's fields"
+                )));
+            };
+            let to = fields
+                .remove("to")
+                .and_then(|t| t.as_u64())
+                .map(|t| t as NodeId)
+                .filter(|&t| t < w.nodes)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "[{i}].to must name a node 0..{}",
+                        w.nodes.saturating_sub(1)
+                    ))
+                })?;
+            Ok(ClientRequest {
+                to,
+                name: event.into(),
+                fields,
+                payload: Value::Null,
+            })
+        })
+        .collect()
+}
+
+/// A node's argument or environment value with its placeholders filled in.
+fn expand(
+    s: &str,
+    l: &Launch,
+    params: &Map<String, Value>,
+    params_json: &str,
+    dir: &std::path::Path,
+    hooks_json: Option<&str>,
+) -> String {
+    let slot = l.slot();
+    let run_dir = slot.data_dir.parent().unwrap_or(&slot.data_dir);
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        let name = &rest[open + 1..open + close];
+        let value = match name {
+            "node" => l.node.to_string(),
+            "nodes" => l.slots.len().to_string(),
+            "incarnation" => l.incarnation.to_string(),
+            "addr" => slot.addr.to_string(),
+            "ip" => slot.addr.ip().to_string(),
+            "port" => slot.addr.port().to_string(),
+            "data_dir" => slot.data_dir.display().to_string(),
+            "peers" => l
+                .slots
+                .iter()
+                .map(|s| s.addr.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            "system_dir" => dir.display().to_string(),
+            "params" => params_json.to_string(),
+            "java_agent" => {
+                // The agent reads its configuration from a file next to the nodes' folders.
+                let config = run_dir.join("flymc-hook.json");
+                if !config.is_file() {
+                    let _ = std::fs::write(&config, hooks_json.unwrap_or("{}"));
+                }
+                format!(
+                    "-javaagent:{}={}",
+                    java_agent_jar().display(),
+                    config.display()
+                )
+            }
+            _ => match name.strip_prefix("param.").and_then(|p| params.get(p)) {
+                Some(Value::String(v)) => v.clone(),
+                Some(v) => v.to_string(),
+                None => String::new(),
+            },
+        };
+        out.push_str(&value);
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+impl System for FileSystem {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn description(&self) -> &'static str {
+        self.description
+    }
+
+    fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
+        Ok(Box::new(RealTarget::with_backend(
+            self.config(w)?,
+            Box::new(self.options.local_backend()),
+        )))
+    }
+
+    fn properties(&self, _w: &Workload) -> Vec<Box<dyn Property>> {
+        self.file
+            .properties
+            .iter()
+            .map(|p| Box::new(p.clone()) as Box<dyn Property>)
+            .collect()
+    }
+
+    fn symmetry(&self, w: &Workload) -> Symmetry {
+        let groups = match self.file.roles {
+            Roles::None => Vec::new(),
+            Roles::All => vec![(0..w.nodes).collect()],
+            Roles::Crashable => {
+                let crashable: Vec<NodeId> = (0..w.nodes)
+                    .filter(|n| w.crashes == 0 || w.crash_nodes.contains(n))
+                    .collect();
+                let rest = (0..w.nodes).filter(|n| !crashable.contains(n)).collect();
+                vec![crashable, rest]
+            }
+        };
+        Symmetry {
+            groups: groups
+                .into_iter()
+                .filter(|g: &Vec<NodeId>| g.len() > 1)
+                .collect(),
+            node_ref_vars: self.file.node_refs.clone(),
+            node_ref_fields: self.file.node_ref_fields.clone(),
+        }
+    }
+
+    fn sets_file(&self) -> Option<&'static str> {
+        self.sets
+    }
+
+    fn states_are_complete(&self) -> bool {
+        self.file.states_complete
+    }
+
+    fn snapshots(&self) -> bool {
+        self.options.can_snapshot()
+    }
+
+    fn crash_loses_sent(&self) -> bool {
+        self.file.crash_loses_sent
+    }
+
+    fn fault_vars(&self) -> Option<&'static [&'static str]> {
+        self.fault_vars
+    }
+
+    fn allowed_exceptions(&self) -> &'static [&'static str] {
+        self.exceptions
+    }
+
+    fn message_kinds(&self) -> Option<Vec<&'static str>> {
+        self.messages.clone()
+    }
+
+    fn workloads_dir(&self) -> Option<PathBuf> {
+        Some(self.file.workloads.clone())
+    }
+}
