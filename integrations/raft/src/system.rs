@@ -1,15 +1,17 @@
 //! `raft` and `raft-asyncraft`: real Raft clusters, one node program per node (openraft's
 //! current release, or async-raft 0.6.1 with its apply-before-match bug), started as local
-//! processes with their own data directories. The node programs and what they report are
-//! described at the top of this crate; this is how flymc runs them.
+//! processes with their own data directories. Each is described by its system file,
+//! `openraft/system.toml` and `asyncraft/system.toml` (node program, parameters, client writes,
+//! reported variables, symmetry, what a crash loses, sets file); this is what the files cannot
+//! say: the parameters' ranges and cross-checks ([`Params::parse`]) and Raft's properties,
+//! written once in Rust and shared with raft-sim.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use flymc_model::{Property, Symmetry, System, Target, TargetError, Workload};
-use flymc_real::cluster::{find_program, NodeCommand};
-use flymc_real::{ClientRequest, RealConfig, RealOptions, RealTarget};
-use serde_json::{Map, Value};
+use flymc_real::system_file::{FileSystem, SystemFile, SystemFileError};
+use flymc_real::{RealConfig, RealOptions, RealTarget};
 
 use crate::Params;
 
@@ -21,76 +23,84 @@ pub enum Flavor {
     AsyncRaft,
 }
 
-#[derive(Clone, Debug)]
+impl Flavor {
+    /// The system file compiled into flymc, with the files it names.
+    fn embedded(
+        self,
+    ) -> (
+        &'static str,
+        &'static str,
+        [(&'static str, &'static str); 1],
+    ) {
+        match self {
+            Flavor::OpenRaft => (
+                "openraft/system.toml",
+                include_str!("../openraft/system.toml"),
+                [("../sets-openraft.json", crate::SETS)],
+            ),
+            Flavor::AsyncRaft => (
+                "asyncraft/system.toml",
+                include_str!("../asyncraft/system.toml"),
+                [("../sets-asyncraft.json", crate::SETS_ASYNCRAFT)],
+            ),
+        }
+    }
+
+    /// Its system file as compiled into flymc.
+    pub fn system_file(self) -> SystemFile {
+        let (rel, text, files) = self.embedded();
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+        SystemFile::parse_with(&file, text, &files)
+            .unwrap_or_else(|e| panic!("the shipped {rel} does not load: {e}"))
+    }
+}
+
+/// A Raft system: its system file's [`FileSystem`], with Raft's parameter checks and
+/// properties.
 pub struct RaftSystem {
-    flavor: Flavor,
-    program: Option<PathBuf>,
-    options: RealOptions,
+    inner: FileSystem,
+    /// Loaded from a file on disk (`--system .../system.toml`): its workloads are the file's.
+    /// The shipped systems use the workloads folder (`--workloads`, `$FLYMC_WORKLOADS`).
+    from_disk: bool,
 }
 
 impl RaftSystem {
-    /// The node program is looked up next to the running executable.
+    /// The shipped system; the node program is looked up next to the running executable.
     pub fn new(flavor: Flavor) -> RaftSystem {
         RaftSystem {
-            flavor,
-            program: None,
-            options: RealOptions::default(),
+            inner: FileSystem::new(flavor.system_file(), RealOptions::default()),
+            from_disk: false,
         }
+    }
+
+    /// A system file with `rust = "raft"`, loaded from disk.
+    pub fn load(file: &Path) -> Result<RaftSystem, SystemFileError> {
+        Ok(RaftSystem {
+            inner: FileSystem::new(SystemFile::load(file)?, RealOptions::default()),
+            from_disk: true,
+        })
     }
 
     /// Runs under the user's options (the event server's address).
-    pub fn options(mut self, options: RealOptions) -> RaftSystem {
-        self.options = options;
-        self
-    }
-
-    pub fn with_program(flavor: Flavor, program: impl Into<PathBuf>) -> RaftSystem {
+    pub fn options(self, options: RealOptions) -> RaftSystem {
         RaftSystem {
-            flavor,
-            program: Some(program.into()),
-            options: RealOptions::default(),
+            inner: self.inner.options(options),
+            ..self
         }
     }
 
-    fn program(&self) -> Result<PathBuf, TargetError> {
-        match &self.program {
-            Some(p) => Ok(p.clone()),
-            None => find_program(match self.flavor {
-                Flavor::OpenRaft => crate::OPENRAFT_PROGRAM,
-                Flavor::AsyncRaft => crate::ASYNCRAFT_PROGRAM,
-            })
-            .map_err(|e| TargetError::Other(e.to_string())),
+    pub fn with_program(flavor: Flavor, program: impl Into<PathBuf>) -> RaftSystem {
+        let s = RaftSystem::new(flavor);
+        RaftSystem {
+            inner: s.inner.with_program(program),
+            ..s
         }
     }
 
     /// The [`RealConfig`] for `w`.
     pub fn config(&self, w: &Workload) -> Result<RealConfig, TargetError> {
         let params = Params::parse(self.name(), w)?;
-        let program = self.program()?;
-        let args = params.args(w.nodes);
-        let clients = params
-            .writes
-            .iter()
-            .map(|wr| {
-                let mut fields = Map::new();
-                fields.insert("value".into(), Value::from(wr.value));
-                ClientRequest {
-                    to: wr.to,
-                    name: "write".into(),
-                    fields,
-                    payload: Value::Null,
-                }
-            })
-            .collect();
-        let mut cfg = RealConfig::new(self.name(), move |_| {
-            let mut c = NodeCommand::new(&program);
-            c.args = args.clone();
-            c
-        })
-        .clients(clients)
-        .notices(true)
-        .crash_loses_outbound(self.crash_loses_sent())
-        .options(&self.options);
+        let mut cfg = self.inner.config(w)?;
         if let Some(ms) = params.settle_timeout_ms {
             cfg = cfg.settle_timeout(Duration::from_millis(ms));
         }
@@ -100,34 +110,26 @@ impl RaftSystem {
 
 impl System for RaftSystem {
     fn name(&self) -> &'static str {
-        match self.flavor {
-            Flavor::OpenRaft => "raft",
-            Flavor::AsyncRaft => "raft-asyncraft",
-        }
-    }
-
-    /// A crashed node's unsent requests die with it (a Raft RPC that never left is lost);
-    /// [`RaftSystem::config`] configures the nodes so.
-    fn crash_loses_sent(&self) -> bool {
-        true
+        self.inner.name()
     }
 
     fn description(&self) -> &'static str {
-        match self.flavor {
-            Flavor::OpenRaft => "real openraft 0.9 nodes (processes on 127.0.k.x) whose network is flymc's hook",
-            Flavor::AsyncRaft => "real async-raft 0.6.1 nodes, with its apply-before-match bug (fixed in openraft 0.6.3)",
-        }
+        self.inner.description()
+    }
+
+    fn crash_loses_sent(&self) -> bool {
+        self.inner.crash_loses_sent()
     }
 
     fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
         Ok(Box::new(RealTarget::with_backend(
             self.config(w)?,
-            Box::new(self.options.local_backend()),
+            Box::new(self.inner.options_ref().local_backend()),
         )))
     }
 
     fn snapshots(&self) -> bool {
-        self.options.can_snapshot()
+        self.inner.snapshots()
     }
 
     fn properties(&self, _w: &Workload) -> Vec<Box<dyn Property>> {
@@ -143,23 +145,26 @@ impl System for RaftSystem {
     }
 
     fn symmetry(&self, w: &Workload) -> Symmetry {
-        crate::symmetry(w)
+        self.inner.symmetry(w)
     }
 
     fn sets_file(&self) -> Option<&'static str> {
-        Some(match self.flavor {
-            Flavor::OpenRaft => crate::SETS,
-            Flavor::AsyncRaft => crate::SETS_ASYNCRAFT,
-        })
+        self.inner.sets_file()
     }
 
     fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        Some(crate::MESSAGE_KINDS.to_vec())
+        self.inner.message_kinds()
     }
 
-    /// The nodes report term, vote, role, log and applied entries, not the libraries'
-    /// replication progress: the state-event cache must not stand in for running an event.
     fn states_are_complete(&self) -> bool {
-        false
+        self.inner.states_are_complete()
+    }
+
+    fn fault_vars(&self) -> Option<&'static [&'static str]> {
+        self.inner.fault_vars()
+    }
+
+    fn workloads_dir(&self) -> Option<PathBuf> {
+        self.from_disk.then(|| self.inner.workloads_dir()).flatten()
     }
 }

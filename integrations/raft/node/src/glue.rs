@@ -39,12 +39,27 @@ fn args(program: &str) -> Result<Args, String> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
-        let mut number = |what: &str| -> Result<u64, String> {
-            it.next()
+        let value = it.next();
+        let number = |what: &str| -> Result<u64, String> {
+            value
+                .as_deref()
                 .and_then(|v| v.parse().ok())
                 .ok_or_else(|| format!("{program}: {what} needs a number"))
         };
         match arg.as_str() {
+            // The workload's [params] as JSON, as a system file passes them (`{params}`).
+            "--params" => {
+                let json = value.ok_or(format!("{program}: --params needs JSON"))?;
+                let p: flymc_raft::Params =
+                    serde_json::from_str(&json).map_err(|e| format!("{program}: --params: {e}"))?;
+                let nodes: usize = std::env::var("FLYMC_NODES")
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                a.elections = p.elections;
+                a.heartbeats = p.heartbeats;
+                a.election_timers = p.election_timers.unwrap_or_else(|| (0..nodes).collect());
+            }
             "--elections" => a.elections = number("--elections")? as u32,
             "--election-timer" => a.election_timers.push(number("--election-timer")? as usize),
             "--heartbeats" => a.heartbeats = number("--heartbeats")? as u32,
