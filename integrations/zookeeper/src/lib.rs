@@ -34,6 +34,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use flymc_real::cluster::{Backend, NodeCommand};
+use flymc_real::system_file::{FileSystem, SystemFile, SystemFileError};
 use flymc_real::{which, BackendKind, ClientRequest, Launch, RealConfig, RealOptions, RealTarget};
 
 pub const SYSTEM_NAME: &str = "zookeeper";
@@ -88,15 +89,61 @@ pub fn variant_dir(variant: &str) -> PathBuf {
     cache_dir().join("variants").join(variant)
 }
 
-/// The `zookeeper` system, its nodes where the user's [`RealOptions`] say.
-#[derive(Default)]
+/// The `zookeeper` system, its nodes where the user's [`RealOptions`] say. What it is
+/// (name, hook, reported variables, symmetry, what survives a crash, allowed exceptions,
+/// message kinds, sets file) is its system file, `system.toml`; this crate is what the file
+/// cannot say (see the file's head).
 pub struct ZookeeperSystem {
     pub options: RealOptions,
+    file: FileSystem,
+    /// Loaded from a file on disk (`--system .../system.toml`): its workloads are the file's.
+    from_disk: bool,
+}
+
+impl Default for ZookeeperSystem {
+    fn default() -> ZookeeperSystem {
+        ZookeeperSystem::new(RealOptions::default())
+    }
+}
+
+/// The system file compiled into flymc.
+pub const SYSTEM_TOML: &str = include_str!("../system.toml");
+
+/// The shipped system file, with the files it names compiled in.
+pub fn system_file() -> SystemFile {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("system.toml");
+    SystemFile::parse_with(
+        &file,
+        SYSTEM_TOML,
+        &[("sets.json", SETS), ("hooks.toml", HOOKS_TOML)],
+    )
+    .unwrap_or_else(|e| panic!("the shipped integrations/zookeeper/system.toml does not load: {e}"))
 }
 
 impl ZookeeperSystem {
     pub fn new(options: RealOptions) -> ZookeeperSystem {
-        ZookeeperSystem { options }
+        ZookeeperSystem {
+            options,
+            file: FileSystem::new(system_file(), options),
+            from_disk: false,
+        }
+    }
+
+    /// A system file with `rust = "zookeeper"`, loaded from disk.
+    pub fn load(
+        file: &std::path::Path,
+        options: RealOptions,
+    ) -> Result<ZookeeperSystem, SystemFileError> {
+        Ok(ZookeeperSystem {
+            options,
+            file: FileSystem::new(SystemFile::load(file)?, options),
+            from_disk: true,
+        })
+    }
+
+    /// The exceptions its nodes catch as a matter of course (the system file's `exceptions`).
+    pub fn allowed(&self) -> &'static [&'static str] {
+        self.file.allowed_exceptions()
     }
 }
 
@@ -481,78 +528,13 @@ impl ZookeeperSystem {
     }
 }
 
-/// Every event name a node can receive: FLE notifications, the ZAB packet types, the hook's
-/// CLOSE, and the timers and crash points of hooks.toml.
-pub const MESSAGE_KINDS: &[&str] = &[
-    "notification",
-    "ACK",
-    "ACKEPOCH",
-    "COMMIT",
-    "COMMITANDACTIVATE",
-    "DIFF",
-    "FOLLOWERINFO",
-    "INFORM",
-    "INFORMANDACTIVATE",
-    "LEADERINFO",
-    "NEWLEADER",
-    "OBSERVERINFO",
-    "PING",
-    "PROPOSAL",
-    "REQUEST",
-    "REVALIDATE",
-    "SNAP",
-    "SYNC",
-    "TRUNC",
-    "UPTODATE",
-    "CLOSE",
-    "write",
-    "fle-poll",
-    "finalize",
-    "connect-retry",
-    "tick",
-    "epoch-wait",
-    "ackepoch-wait",
-    "newleader-wait",
-    "disconnect",
-    "disk:currentEpoch",
-    "disk:acceptedEpoch",
-    "disk:snapshot",
-    "disk:txnlog",
-];
-
-/// What 3.8.0's quorum code catches as a matter of course at the `exception` points of
-/// hooks.toml, as `no-exception` allow patterns over `TYPE: MESSAGE in WHERE`
-/// (flymc_model::exceptions). Each is how a peer's crash or a timeout reaches the code, found
-/// by exploring le-3crash and zab-1txn-crash with the list empty: the connection to a crashed
-/// peer is lost or closed (the hook's read throws what the socket would; a real write to it
-/// fails), a learner's read times out while it is not synced, a learner cannot connect to a
-/// leader that crashed, a learner refuses a stale leader's epoch, the leader's waits for a
-/// quorum of epoch or NEWLEADER acks end without one, and a leader that steps down interrupts
-/// its learner handlers.
-pub const ALLOWED_EXCEPTIONS: &[&str] = &[
-    r"^java\.net\.SocketException: flymc: the connection to the peer is lost in ",
-    r"^java\.io\.EOFException: flymc: the peer closed the connection in ",
-    r"^java\.net\.SocketTimeoutException: flymc: the read timed out in ",
-    r"^java\.lang\.InterruptedException: Timeout while waiting for (epoch|NEWLEADER)",
-    // A thread interrupted while it waits: how a leader that steps down stops its learner
-    // handlers (an interrupt ZooKeeper itself raises has no message).
-    r"^java\.lang\.InterruptedException in ",
-    // A leader's handler writes to a follower that crashed: the kernel answers the real write.
-    r"^java\.net\.SocketException: (Broken pipe|Connection reset)",
-    // A learner refuses a leader whose epoch is older than one it accepted (from a leader that
-    // crashed since) and goes back to electing: 3.8.0's designed answer to a stale leader.
-    r"^java\.io\.IOException: Leaders epoch, \d+ is less than accepted epoch, \d+ in ",
-    // A follower gives up connecting to a leader that crashed (after its connect-retry timers).
-    r"^java\.io\.IOException: Failed connect to /?<addr> in ",
-];
-
 impl System for ZookeeperSystem {
     fn name(&self) -> &'static str {
-        SYSTEM_NAME
+        self.file.name()
     }
 
     fn description(&self) -> &'static str {
-        "real ZooKeeper 3.8.0 (Debian's package) through the Java hook; `flymc setup zookeeper` first"
+        self.file.description()
     }
 
     fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
@@ -577,18 +559,16 @@ impl System for ZookeeperSystem {
     }
 
     fn allowed_exceptions(&self) -> &'static [&'static str] {
-        ALLOWED_EXCEPTIONS
+        self.file.allowed_exceptions()
     }
 
-    /// No symmetric roles: FastLeaderElection breaks ties by server id, so renaming two nodes
-    /// that vote for themselves elects a different leader rather than a renamed one (as in
-    /// zk-le-sim), and workloads give nodes different epochs.
-    fn symmetry(&self, _w: &Workload) -> Symmetry {
-        Symmetry::none()
+    /// No symmetric roles (the system file says why).
+    fn symmetry(&self, w: &Workload) -> Symmetry {
+        self.file.symmetry(w)
     }
 
     fn sets_file(&self) -> Option<&'static str> {
-        Some(SETS)
+        self.file.sets_file()
     }
 
     fn runs_in_docker(&self) -> bool {
@@ -596,22 +576,19 @@ impl System for ZookeeperSystem {
     }
 
     fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        Some(MESSAGE_KINDS.to_vec())
+        self.file.message_kinds()
     }
 
-    /// What a crash keeps (the epochs and the txn log on disk), the roles, and what the leader
-    /// committed and the clients were told; not the election's counters and votes, nor the
-    /// queues, which change with every message.
+    /// What a crash keeps (the system file's `faults.survive_crash`).
     fn fault_vars(&self) -> Option<&'static [&'static str]> {
-        Some(&[
-            "state",
-            "zabState",
-            "leader",
-            "currentEpoch",
-            "acceptedEpoch",
-            "log",
-            "lastCommitted",
-            "acked",
-        ])
+        self.file.fault_vars()
+    }
+
+    fn states_are_complete(&self) -> bool {
+        self.file.states_are_complete()
+    }
+
+    fn workloads_dir(&self) -> Option<PathBuf> {
+        self.from_disk.then(|| self.file.workloads_dir()).flatten()
     }
 }
