@@ -167,4 +167,8 @@ impl System for RaftSystem {
     fn workloads_dir(&self) -> Option<PathBuf> {
         self.from_disk.then(|| self.inner.workloads_dir()).flatten()
     }
+
+    fn file(&self) -> Option<PathBuf> {
+        self.from_disk.then(|| self.inner.file()).flatten()
+    }
 }

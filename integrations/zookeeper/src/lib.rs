@@ -591,4 +591,8 @@ impl System for ZookeeperSystem {
     fn workloads_dir(&self) -> Option<PathBuf> {
         self.from_disk.then(|| self.file.workloads_dir()).flatten()
     }
+
+    fn file(&self) -> Option<PathBuf> {
+        self.from_disk.then(|| self.file.file()).flatten()
+    }
 }

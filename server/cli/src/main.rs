@@ -438,6 +438,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     let system = systems::find_with(&args.system, &options)?;
     let dir = systems::workloads_dir(system.as_ref(), folder)?;
     let mut workload = workloads::load_in(&dir, system.name(), &args.workload)?;
+    workload.system_file = system.file();
     zookeeper_overrides(&args, &mut workload)?;
     workloads::check_expect(system.as_ref(), &workload)?;
     let needs_sets = matches!(args.strategy.as_str(), "samc" | "flymc" | "portfolio");

@@ -76,12 +76,16 @@ fn is_file_arg(name: &str) -> bool {
     name.ends_with(".toml") || name.contains('/')
 }
 
-/// The system a path file was recorded on: by name, else the `system.toml` two folders above
-/// its workload file (`<system>/workloads/<name>.toml`), where file-described systems keep them.
+/// The system a path file was recorded on: the system file it recorded, else by name, else
+/// the `system.toml` two folders above its workload file (`<system>/workloads/<name>.toml`),
+/// where file-described systems keep them.
 pub fn for_path(
     path: &flymc_core::pathfile::PathFile,
     backend: &str,
 ) -> Result<Box<dyn System>, FindSystemError> {
+    if let Some(f) = &path.workload.system_file {
+        return find_on(&f.display().to_string(), backend);
+    }
     match find_on(&path.system, backend) {
         Err(FindSystemError::Unknown(e)) => {
             let beside = path

@@ -67,6 +67,9 @@ pub struct WorkloadRef {
     /// set them again.
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub params: serde_json::Map<String, serde_json::Value>,
+    /// The system file of a system described by one (absolute), so replays find it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_file: Option<PathBuf>,
 }
 
 impl WorkloadRef {
@@ -79,6 +82,7 @@ impl WorkloadRef {
             down: w.down.clone(),
             fault_when: w.fault_when.as_ref().map(|c| c.text().to_string()),
             params: w.overrides.clone(),
+            system_file: w.system_file.clone(),
         }
     }
 

@@ -69,4 +69,8 @@ pub trait System: Send + Sync {
     fn workloads_dir(&self) -> Option<std::path::PathBuf> {
         None
     }
+    /// The system file it was loaded from (absolute), for one described by a file on disk.
+    fn file(&self) -> Option<std::path::PathBuf> {
+        None
+    }
 }

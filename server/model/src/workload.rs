@@ -177,6 +177,10 @@ pub struct Workload {
     pub file: PathBuf,
     /// SHA-256 of the file's bytes, so a path file can tell when its workload changed.
     pub sha256: String,
+    /// The system file of the system it runs on, when that system is described by one (set
+    /// by whoever pairs the two), so a path file can find the system again.
+    #[serde(default)]
+    pub system_file: Option<PathBuf>,
     /// The file's text, kept to give parameter errors a line and column.
     #[serde(skip)]
     source: Option<Arc<str>>,
@@ -354,6 +358,7 @@ impl Workload {
             overrides: Map::new(),
             file: path.into(),
             sha256: sha256_hex(text.as_bytes()),
+            system_file: None,
             source: Some(text.into()),
             exceptions,
             logs,

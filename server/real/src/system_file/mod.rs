@@ -242,7 +242,8 @@ impl SystemFile {
         if let Some(n) = &raw.node {
             for a in n.args.iter().chain(n.env.values()) {
                 system::check_placeholders(a.get_ref(), &params, &optional_params, &hook)
-                    .map_err(|m| spanned(a, m))?;
+                    // The string's opening quote, then the placeholder's offset in it.
+                    .map_err(|(i, m)| at(a.span().start + 1 + i, m))?;
             }
             if n.program.get_ref().contains('/') {
                 let p = dir.join(n.program.get_ref());
@@ -539,7 +540,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("s.toml:6:15: unknown placeholder {nod}"),
+            e.starts_with("s.toml:6:16: unknown placeholder {nod}"),
             "{e}"
         );
         let bad = HEAD.replace("exit 0", "{param.rounds}");

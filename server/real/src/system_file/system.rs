@@ -48,11 +48,12 @@ pub(super) fn check_placeholders(
     params: &Map<String, Value>,
     optional: &[(String, String)],
     hook: &HookKind,
-) -> Result<(), String> {
+) -> Result<(), (usize, String)> {
     let mut rest = s;
     while let Some(open) = rest.find('{') {
+        let at = s.len() - rest.len() + open;
         let Some(close) = rest[open..].find('}') else {
-            return Err(format!("`{s}`: a `{{` without its `}}`"));
+            return Err((at, format!("`{s}`: a `{{` without its `}}`")));
         };
         let name = &rest[open + 1..open + close];
         let ok = match name {
@@ -72,7 +73,7 @@ pub(super) fn check_placeholders(
             } else {
                 format!("unknown placeholder {{{name}}}; valid: {PLACEHOLDERS}")
             };
-            return Err(why);
+            return Err((at, why));
         }
         rest = &rest[open + close + 1..];
     }
@@ -457,5 +458,9 @@ impl System for FileSystem {
 
     fn workloads_dir(&self) -> Option<PathBuf> {
         Some(self.file.workloads.clone())
+    }
+
+    fn file(&self) -> Option<PathBuf> {
+        std::fs::canonicalize(&self.file.file).ok()
     }
 }
