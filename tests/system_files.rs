@@ -201,3 +201,23 @@ fn bad_system_files_are_one_line_with_file_line_and_column() {
     );
     assert_one_line_error(&r, "cannot read system file ./nowhere/system.toml");
 }
+
+#[test]
+fn a_failing_setup_check_is_one_line_with_its_fix() {
+    let d = tempfile::tempdir().unwrap();
+    let text = EXITS.replace(
+        "[state]",
+        "[[check]]\nrun = [\"sh\", \"-c\", \"command -v no-such-server-binary\"]\nfix = \"install no-such-server (apt-get install no-such-server)\"\n\n[state]",
+    );
+    let f = user_system(d.path(), &text);
+    let r = flymc_in(
+        d.path(),
+        &["run", "--system", f.to_str().unwrap(), "--workload", "w"],
+    );
+    assert_eq!(r.code, 2, "{}", r.all());
+    let line = r.stderr.lines().find(|l| l.starts_with("error: ")).unwrap();
+    assert!(
+        line.contains("setup check `sh -c command -v no-such-server-binary` failed: install no-such-server (apt-get install no-such-server)"),
+        "{line}"
+    );
+}

@@ -110,7 +110,7 @@ pub enum FindSystemError {
     Unknown(#[from] UnknownSystem),
     #[error(transparent)]
     File(#[from] flymc_real::system_file::SystemFileError),
-    #[error("{0}: rust = \"{1}\" names no Rust integration of this flymc; valid: zookeeper, raft, raft-asyncraft")]
+    #[error("{0}: rust = \"{1}\" names no Rust integration of this flymc; valid: zookeeper, raft")]
     Rust(PathBuf, String),
 }
 

@@ -298,33 +298,18 @@ impl Workload {
                     p.name
                 )));
             }
-            let (check, kind) = match (&p.always, &p.eventually, &p.command) {
-                (Some(c), None, None) if p.kind.is_none() => (
-                    Check::Condition(condition(path, text, c, nodes, &what, true)?),
-                    crate::PropertyKind::Safety,
-                ),
-                (None, Some(c), None) if p.kind.is_none() => (
-                    Check::Condition(condition(path, text, c, nodes, &what, true)?),
-                    crate::PropertyKind::Liveness,
-                ),
-                (None, None, Some(argv)) => {
-                    let kind = match p.kind.as_deref() {
-                        None | Some("safety") => crate::PropertyKind::Safety,
-                        Some("liveness") => crate::PropertyKind::Liveness,
-                        Some(k) => {
-                            return Err(invalid(format!(
-                                "{what}: kind `{k}` is not `safety` or `liveness`"
-                            )))
-                        }
-                    };
-                    (Check::Command(checker(path, argv, &what)?), kind)
-                }
-                _ => {
-                    return Err(invalid(format!(
-                        "{what}: give exactly one of `always = \"...\"` (safety), `eventually = \"...\"` (liveness) or `command = [...]` (with `kind` for liveness)"
-                    )))
-                }
+            let given = Given {
+                always: p.always.as_ref(),
+                eventually: p.eventually.as_ref(),
+                command: p.command.as_deref(),
+                kind: p.kind.as_deref(),
             };
+            let (check, kind) = given.check(
+                &what,
+                |c| condition(path, text, c, nodes, &what, true),
+                |argv| checker(path, argv, &what),
+                invalid,
+            )?;
             properties.push(ConditionProperty::new(p.name.clone(), kind, check));
         }
         let exceptions = raw.exceptions.unwrap_or_default();
@@ -595,6 +580,50 @@ variant = "fixed"
             e.contains("property `election-safety`: `ever_unique(...)` judges the whole run"),
             "{e}"
         );
+    }
+}
+
+/// What a `[[property]]` table (a workload's or a system file's) gives: exactly one of
+/// `always`, `eventually` and `command` (with `kind` for a command).
+pub struct Given<'a, S> {
+    pub always: Option<&'a S>,
+    pub eventually: Option<&'a S>,
+    pub command: Option<&'a [String]>,
+    pub kind: Option<&'a str>,
+}
+
+impl<S> Given<'_, S> {
+    /// Its check and kind; `condition` parses a condition where its file has it, `checker`
+    /// resolves a checker command, `invalid` makes an error of a message.
+    pub fn check<E>(
+        &self,
+        what: &str,
+        condition: impl Fn(&S) -> Result<Condition, E>,
+        checker: impl Fn(&[String]) -> Result<Vec<String>, E>,
+        invalid: impl Fn(String) -> E,
+    ) -> Result<(Check, crate::PropertyKind), E> {
+        use crate::PropertyKind::{Liveness, Safety};
+        Ok(match (self.always, self.eventually, self.command) {
+            (Some(c), None, None) if self.kind.is_none() => (Check::Condition(condition(c)?), Safety),
+            (None, Some(c), None) if self.kind.is_none() => {
+                (Check::Condition(condition(c)?), Liveness)
+            }
+            (None, None, Some(argv)) => {
+                let kind = match self.kind {
+                    None | Some("safety") => Safety,
+                    Some("liveness") => Liveness,
+                    Some(k) => {
+                        return Err(invalid(format!(
+                            "{what}: kind `{k}` is not `safety` or `liveness`"
+                        )))
+                    }
+                };
+                (Check::Command(checker(argv)?), kind)
+            }
+            _ => return Err(invalid(format!(
+                "{what}: give exactly one of `always = \"...\"` (safety), `eventually = \"...\"` (liveness) or `command = [...]` (with `kind` for liveness)"
+            ))),
+        })
     }
 }
 

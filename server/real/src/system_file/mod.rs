@@ -13,8 +13,7 @@ mod system;
 use std::path::{Path, PathBuf};
 
 use flymc_model::guard::Condition;
-use flymc_model::workload::{Check, ConditionProperty};
-use flymc_model::PropertyKind;
+use flymc_model::workload::{ConditionProperty, Given};
 use serde_json::{Map, Value};
 use toml::Spanned;
 
@@ -86,7 +85,11 @@ pub enum Roles {
 /// A parsed, checked `system.toml`.
 #[derive(Clone, Debug)]
 pub struct SystemFile {
+    /// The file as it was named (for messages).
     pub file: PathBuf,
+    /// Its folder, absolute: what relative paths in it are relative to. Nodes start in their
+    /// own data directories, so a path relative to the current folder would not reach them.
+    pub dir: PathBuf,
     pub name: String,
     pub description: String,
     /// The folder of its workloads.
@@ -178,7 +181,9 @@ impl SystemFile {
                 format!("name `{name}`: use letters, digits, `-` and `_` (it names the system on the command line)"),
             ));
         }
-        let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let parent = file.parent().filter(|p| !p.as_os_str().is_empty());
+        let dir = std::path::absolute(parent.unwrap_or(Path::new(".")))
+            .unwrap_or_else(|_| parent.unwrap_or(Path::new(".")).to_path_buf());
         let hook = match raw.hook.kind.as_ref().map(|k| k.get_ref().as_str()) {
             None | Some("rust") => HookKind::Rust,
             Some("protocol") => HookKind::Protocol,
@@ -313,18 +318,17 @@ impl SystemFile {
             None => None,
         };
         for p in raw.exceptions.iter().chain(&raw.log_patterns) {
-            regex_check(p).map_err(|m| at(0, m))?;
+            regex_check(p.get_ref()).map_err(|m| spanned(p, m))?;
         }
         let mut properties: Vec<ConditionProperty> = Vec::new();
         for p in &raw.properties {
-            let what = format!("property `{}`", p.name);
-            if p.name.trim().is_empty() || properties.iter().any(|q| q.name == p.name) {
+            let name = p.name.get_ref();
+            let what = format!("property `{name}`");
+            let here = p.name.span().start;
+            if name.trim().is_empty() || properties.iter().any(|q| &q.name == name) {
                 return Err(at(
-                    0,
-                    format!(
-                        "[[property]] names must be given and distinct (`{}`)",
-                        p.name
-                    ),
+                    here,
+                    format!("[[property]] names must be given and distinct (`{name}`)"),
                 ));
             }
             let condition = |s: &Spanned<String>| -> Result<Condition, SystemFileError> {
@@ -333,7 +337,7 @@ impl SystemFile {
                 let c = Condition::parse_property(s.get_ref())
                     .map_err(|e| at(base + e.column, format!("{what}: {}", e.message)))?;
                 if let Some(v) = c.vars().into_iter().find(|v| !known(v)) {
-                    let col = s.get_ref().find(v.as_str()).map_or(1, |c| c + 1);
+                    let col = name_at(s.get_ref(), &v).map_or(1, |c| c + 1);
                     return Err(at(
                         base + col,
                         format!(
@@ -344,39 +348,32 @@ impl SystemFile {
                 }
                 Ok(c)
             };
-            let (check, kind) = match (&p.always, &p.eventually, &p.command) {
-                (Some(c), None, None) if p.kind.is_none() => {
-                    (Check::Condition(condition(c)?), PropertyKind::Safety)
-                }
-                (None, Some(c), None) if p.kind.is_none() => {
-                    (Check::Condition(condition(c)?), PropertyKind::Liveness)
-                }
-                (None, None, Some(argv)) if !argv.is_empty() => {
-                    let kind = match p.kind.as_deref() {
-                        None | Some("safety") => PropertyKind::Safety,
-                        Some("liveness") => PropertyKind::Liveness,
-                        Some(k) => {
-                            return Err(at(
-                                0,
-                                format!("{what}: kind `{k}` is not `safety` or `liveness`"),
-                            ))
-                        }
-                    };
-                    let mut argv = argv.clone();
+            let given = Given {
+                always: p.always.as_ref(),
+                eventually: p.eventually.as_ref(),
+                command: p.command.as_deref(),
+                kind: p.kind.as_deref(),
+            };
+            let (check, kind) = given.check(
+                &what,
+                condition,
+                |argv| {
+                    if argv.is_empty() {
+                        return Err(at(here, format!("{what}: `command` is empty: give the checker program and its arguments")));
+                    }
+                    let mut argv = argv.to_vec();
                     if argv[0].contains('/') && Path::new(&argv[0]).is_relative() {
                         argv[0] = dir.join(&argv[0]).display().to_string();
                     }
-                    (Check::Command(argv), kind)
-                }
-                _ => return Err(at(
-                    0,
-                    format!("{what}: give exactly one of `always = \"...\"` (safety), `eventually = \"...\"` (liveness) or `command = [...]` (with `kind` for liveness)"),
-                )),
-            };
-            properties.push(ConditionProperty::new(p.name.clone(), kind, check));
+                    Ok(argv)
+                },
+                |m| at(here, m),
+            )?;
+            properties.push(ConditionProperty::new(name.clone(), kind, check));
         }
         Ok(SystemFile {
             file: file.into(),
+            dir: dir.clone(),
             name,
             description: raw.description,
             workloads: dir.join(raw.workloads.as_deref().unwrap_or("workloads")),
@@ -411,11 +408,23 @@ impl SystemFile {
             crash_loses_sent: raw.faults.crash_loses_sent,
             messages: raw.messages,
             sets,
-            exceptions: raw.exceptions,
-            log_patterns: raw.log_patterns,
+            exceptions: raw.exceptions.into_iter().map(|p| p.into_inner()).collect(),
+            log_patterns: raw
+                .log_patterns
+                .into_iter()
+                .map(|p| p.into_inner())
+                .collect(),
             properties,
         })
     }
+}
+
+/// Where a condition names variable `v` (`n.v` or `nK.v`): its byte offset.
+fn name_at(text: &str, v: &str) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(v)
+        .map(|(i, _)| i)
+        .find(|&i| text[..i].ends_with('.') && !text[i + v.len()..].starts_with(ident))
 }
 
 /// The parameter types `optional_params` may name, as [`type_name`] gives them.
@@ -480,7 +489,9 @@ mod tests {
     fn a_minimal_file_loads() {
         let f = SystemFile::parse(Path::new("sys/system.toml"), HEAD).unwrap();
         assert_eq!(f.name, "x");
-        assert_eq!(f.workloads, Path::new("sys/workloads"));
+        // Relative paths in the file are its folder's, made absolute: nodes start elsewhere.
+        assert!(f.workloads.is_absolute(), "{}", f.workloads.display());
+        assert!(f.workloads.ends_with("sys/workloads"));
         assert_eq!(f.hook, HookKind::Rust);
         assert_eq!(f.roles, Roles::None);
     }

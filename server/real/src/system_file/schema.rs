@@ -48,9 +48,9 @@ pub struct Raw {
     #[serde(default)]
     pub sets: Option<Spanned<String>>,
     #[serde(default)]
-    pub exceptions: Vec<String>,
+    pub exceptions: Vec<Spanned<String>>,
     #[serde(default)]
-    pub log_patterns: Vec<String>,
+    pub log_patterns: Vec<Spanned<String>>,
     #[serde(default, rename = "property")]
     pub properties: Vec<RawProperty>,
 }
@@ -134,7 +134,7 @@ pub struct RawFaults {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawProperty {
-    pub name: String,
+    pub name: Spanned<String>,
     #[serde(default)]
     pub always: Option<Spanned<String>>,
     #[serde(default)]

@@ -174,11 +174,7 @@ impl FileSystem {
     }
 
     fn dir(&self) -> PathBuf {
-        self.file
-            .file
-            .parent()
-            .map(PathBuf::from)
-            .unwrap_or_default()
+        self.file.dir.clone()
     }
 
     /// The setup checks, in order; the first that fails is one line with its fix.
@@ -461,6 +457,6 @@ impl System for FileSystem {
     }
 
     fn file(&self) -> Option<PathBuf> {
-        std::fs::canonicalize(&self.file.file).ok()
+        Some(self.file.dir.join(self.file.file.file_name()?))
     }
 }
