@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use flymc_model::{Property, Symmetry, System, Target, TargetError, Workload};
-use flymc_real::system_file::{FileSystem, SystemFile, SystemFileError};
+use flymc_real::system_file::{FileSystem, SystemFile};
 use flymc_real::{RealConfig, RealOptions, RealTarget};
 
 use crate::Params;
@@ -73,12 +73,12 @@ impl RaftSystem {
         }
     }
 
-    /// A system file with `rust = "raft"`, loaded from disk.
-    pub fn load(file: &Path) -> Result<RaftSystem, SystemFileError> {
-        Ok(RaftSystem {
-            inner: FileSystem::new(SystemFile::load(file)?, RealOptions::default()),
+    /// The system a file on disk with `rust = "raft"` describes.
+    pub fn from_disk(file: SystemFile) -> RaftSystem {
+        RaftSystem {
+            inner: FileSystem::new(file, RealOptions::default()),
             from_disk: true,
-        })
+        }
     }
 
     /// Runs under the user's options (the event server's address).

@@ -34,7 +34,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use flymc_real::cluster::{Backend, NodeCommand};
-use flymc_real::system_file::{FileSystem, SystemFile, SystemFileError};
+use flymc_real::system_file::{FileSystem, SystemFile};
 use flymc_real::{which, BackendKind, ClientRequest, Launch, RealConfig, RealOptions, RealTarget};
 
 pub const SYSTEM_NAME: &str = "zookeeper";
@@ -129,16 +129,13 @@ impl ZookeeperSystem {
         }
     }
 
-    /// A system file with `rust = "zookeeper"`, loaded from disk.
-    pub fn load(
-        file: &std::path::Path,
-        options: RealOptions,
-    ) -> Result<ZookeeperSystem, SystemFileError> {
-        Ok(ZookeeperSystem {
+    /// The system a file on disk with `rust = "zookeeper"` describes.
+    pub fn from_disk(file: SystemFile, options: RealOptions) -> ZookeeperSystem {
+        ZookeeperSystem {
             options,
-            file: FileSystem::new(SystemFile::load(file)?, options),
+            file: FileSystem::new(file, options),
             from_disk: true,
-        })
+        }
     }
 
     /// The exceptions its nodes catch as a matter of course (the system file's `exceptions`).

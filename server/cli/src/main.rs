@@ -392,13 +392,12 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Hunt(args) => flymc::hunt::run(args, folder),
         Command::Analyze(args) => analyze(args),
         Command::Systems => {
-            for s in systems::listed() {
+            let (listed, left_out) = systems::listed_with_errors();
+            for s in listed {
                 println!("{:<16} {}", s.name(), s.description());
             }
-            for (file, loaded) in systems::user_files() {
-                if let Err(e) = loaded {
-                    eprintln!("flymc: {} left out: {e}", file.display());
-                }
+            for (file, e) in left_out {
+                eprintln!("flymc: {} left out: {e}", file.display());
             }
             Ok(0)
         }

@@ -26,30 +26,38 @@ pub fn all() -> Vec<Box<dyn System>> {
     all_with(&RealOptions::default())
 }
 
-/// The built-in systems, then the user's: `systems/*/system.toml` under the current folder
-/// (a file that does not load is left out; [`user_files`] says why).
+/// The built-in systems, then the user's: `systems/*/system.toml` under the current folder.
 pub fn listed() -> Vec<Box<dyn System>> {
+    listed_with_errors().0
+}
+
+/// A user's system file that does not load, and why.
+pub type LeftOut = (PathBuf, FindSystemError);
+
+/// [`listed`], and the user's system files that do not load (they are left out).
+pub fn listed_with_errors() -> (Vec<Box<dyn System>>, Vec<LeftOut>) {
     let mut out = all();
-    for (_, loaded) in user_files() {
-        if let Ok(s) = loaded {
-            if out.iter().all(|b| b.name() != s.name()) {
-                out.push(s);
-            }
+    let mut errors = Vec::new();
+    for (file, loaded) in user_files(&RealOptions::default()) {
+        match loaded {
+            Ok(s) if out.iter().all(|b| b.name() != s.name()) => out.push(s),
+            Ok(_) => {}
+            Err(e) => errors.push((file, e)),
         }
     }
-    out
+    (out, errors)
 }
 
 /// A system file found under the current folder, loaded or why not.
 pub type UserFile = (PathBuf, Result<Box<dyn System>, FindSystemError>);
 
-/// `systems/*/system.toml` under the current folder, each loaded or why not.
-pub fn user_files() -> Vec<UserFile> {
+/// `systems/*/system.toml` under the current folder, each loaded for `options` or why not.
+fn user_files(options: &RealOptions) -> Vec<UserFile> {
     let cwd = std::env::current_dir().unwrap_or_default();
     system_file::discover(&cwd)
         .into_iter()
         .map(|f| {
-            let s = from_file(&f, &RealOptions::default());
+            let s = from_file(&f, options);
             (f, s)
         })
         .collect()
@@ -65,8 +73,8 @@ pub fn from_file(file: &Path, options: &RealOptions) -> Result<Box<dyn System>, 
     let sf = SystemFile::load(&file)?;
     Ok(match sf.rust.as_deref() {
         None => Box::new(FileSystem::new(sf, *options)),
-        Some("raft") => Box::new(RaftSystem::load(&file)?.options(*options)),
-        Some("zookeeper") => Box::new(ZookeeperSystem::load(&file, *options)?),
+        Some("raft") => Box::new(RaftSystem::from_disk(sf).options(*options)),
+        Some("zookeeper") => Box::new(ZookeeperSystem::from_disk(sf, *options)),
         Some(other) => return Err(FindSystemError::Rust(file.clone(), other.into())),
     })
 }
@@ -143,15 +151,7 @@ pub fn find_with(name: &str, options: &RealOptions) -> Result<Box<dyn System>, F
     }
     let mut systems = all_with(options);
     if systems.iter().all(|s| s.name() != name) {
-        let cwd = std::env::current_dir().unwrap_or_default();
-        for f in system_file::discover(&cwd) {
-            if let Ok(sf) = SystemFile::load(&f) {
-                if sf.name == name {
-                    return from_file(&f, options);
-                }
-                systems.push(Box::new(FileSystem::new(sf, *options)));
-            }
-        }
+        systems.extend(user_files(options).into_iter().filter_map(|(_, s)| s.ok()));
     }
     let s = pick(name, systems)?;
     if options.backend == BackendKind::Docker && !s.runs_in_docker() {
