@@ -242,15 +242,8 @@ impl ZkParams {
 
 /// The agent's configuration: hooks.toml as JSON.
 pub fn hook_config_json() -> Result<String, String> {
-    let v: toml::Value = toml::from_str(HOOKS_TOML)
-        .map_err(|e| format!("integrations/zookeeper/hooks.toml: {e}"))?;
-    let mut j = serde_json::to_value(&v).map_err(|e| e.to_string())?;
-    if let Some(o) = j.as_object_mut() {
-        if let Some(p) = o.remove("point") {
-            o.insert("points".into(), p);
-        }
-    }
-    Ok(j.to_string())
+    flymc_real::system_file::hooks_config_json(HOOKS_TOML)
+        .map_err(|e| format!("integrations/zookeeper/hooks.toml: {e}"))
 }
 
 /// Free ports per run (keyed by the run directory): quorum and election port of every node.

@@ -407,7 +407,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+/// 1-based line and column of byte `offset` in `text`, for errors placed in a file.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
     let column = before

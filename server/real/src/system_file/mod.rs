@@ -13,6 +13,7 @@ mod system;
 use std::path::{Path, PathBuf};
 
 use flymc_model::guard::Condition;
+use flymc_model::workload::line_col;
 use flymc_model::workload::{ConditionProperty, Given};
 use serde_json::{Map, Value};
 use toml::Spanned;
@@ -47,8 +48,8 @@ pub enum HookKind {
     /// The Rust hook crate (`flymc-hook`), linked into the node program.
     Rust,
     /// flymc's Java agent with a hooks file: `{java_agent}` in the arguments becomes
-    /// `-javaagent:JAR=CONFIG`.
-    JavaAgent { hooks: PathBuf },
+    /// `-javaagent:JAR=CONFIG`. `config` is the hooks file as the agent's JSON.
+    JavaAgent { hooks: PathBuf, config: String },
     /// Any program that speaks hooks/PROTOCOL.md itself.
     Protocol,
 }
@@ -195,13 +196,19 @@ impl SystemFile {
                     ));
                 };
                 let path = dir.join(hooks.get_ref());
-                if read(hooks.get_ref(), &path).is_err() {
+                let Ok(text) = read(hooks.get_ref(), &path) else {
                     return Err(spanned(
                         hooks,
                         format!("the hooks file {} does not exist", path.display()),
                     ));
+                };
+                let config = hooks_config_json(&text).map_err(|e| {
+                    spanned(hooks, format!("the hooks file {}: {e}", path.display()))
+                })?;
+                HookKind::JavaAgent {
+                    hooks: path,
+                    config,
                 }
-                HookKind::JavaAgent { hooks: path }
             }
             Some(other) => {
                 return Err(spanned(
@@ -449,12 +456,16 @@ fn regex_check(p: &str) -> Result<(), String> {
         .map_err(|e| format!("pattern `{p}`: {e}"))
 }
 
-/// 1-based line and column of a byte offset.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
+/// A hooks file (TOML) as the Java agent's JSON configuration (`[[point]]` becomes `points`).
+pub fn hooks_config_json(text: &str) -> Result<String, String> {
+    let v: toml::Value = toml::from_str(text).map_err(|e| e.message().to_string())?;
+    let mut j = serde_json::to_value(&v).map_err(|e| e.to_string())?;
+    if let Some(o) = j.as_object_mut() {
+        if let Some(p) = o.remove("point") {
+            o.insert("points".into(), p);
+        }
+    }
+    Ok(j.to_string())
 }
 
 /// Systems described by `systems/*/system.toml` under `dir` (the user's own), sorted by path.

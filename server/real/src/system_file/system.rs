@@ -223,7 +223,7 @@ impl FileSystem {
             None => Vec::new(),
         };
         let hooks_json = match &self.file.hook {
-            HookKind::JavaAgent { hooks } => Some(hooks_json(hooks)?),
+            HookKind::JavaAgent { config, .. } => Some(config.clone()),
             _ => None,
         };
         let dir = self.dir();
@@ -259,20 +259,6 @@ fn java_agent_jar() -> PathBuf {
     crate::snapshot::cache_dir()
         .join("java")
         .join("flymc-hook.jar")
-}
-
-/// A hooks file (TOML) as the agent's JSON configuration (`[[point]]` becomes `points`).
-fn hooks_json(hooks: &std::path::Path) -> Result<String, TargetError> {
-    let bad = |e: String| TargetError::Other(format!("{}: {e}", hooks.display()));
-    let text = std::fs::read_to_string(hooks).map_err(|e| bad(e.to_string()))?;
-    let v: toml::Value = toml::from_str(&text).map_err(|e| bad(e.message().to_string()))?;
-    let mut j = serde_json::to_value(&v).map_err(|e| bad(e.to_string()))?;
-    if let Some(o) = j.as_object_mut() {
-        if let Some(p) = o.remove("point") {
-            o.insert("points".into(), p);
-        }
-    }
-    Ok(j.to_string())
 }
 
 /// Each element of list parameter `param` (a table with `to` and the event's fields) as a
