@@ -49,23 +49,22 @@ pub(super) fn check_placeholders(
     optional: &[(String, String)],
     hook: &HookKind,
 ) -> Result<(), (usize, String)> {
-    let mut rest = s;
-    while let Some(open) = rest.find('{') {
-        let at = s.len() - rest.len() + open;
-        let Some(close) = rest[open..].find('}') else {
-            return Err((at, format!("`{s}`: a `{{` without its `}}`")));
-        };
-        let name = &rest[open + 1..open + close];
-        let ok = match name {
-            "node" | "nodes" | "incarnation" | "addr" | "ip" | "port" | "data_dir" | "peers"
-            | "system_dir" | "params" => true,
-            "java_agent" => matches!(hook, HookKind::JavaAgent { .. }),
-            _ => match name.strip_prefix("param.") {
-                Some(p) => params.contains_key(p) || optional.iter().any(|(k, _)| k == p),
-                None => false,
-            },
-        };
-        if !ok {
+    let unclosed = |at| (at, format!("`{s}`: a `{{` without its `}}`"));
+    fill(
+        s,
+        |at, name| {
+            let ok = match name {
+                "node" | "nodes" | "incarnation" | "addr" | "ip" | "port" | "data_dir"
+                | "peers" | "system_dir" | "params" => true,
+                "java_agent" => matches!(hook, HookKind::JavaAgent { .. }),
+                _ => match name.strip_prefix("param.") {
+                    Some(p) => params.contains_key(p) || optional.iter().any(|(k, _)| k == p),
+                    None => false,
+                },
+            };
+            if ok {
+                return Ok(String::new());
+            }
             let why = if name == "java_agent" {
                 "{java_agent} needs [hook] kind = \"java-agent\"".to_string()
             } else if let Some(p) = name.strip_prefix("param.") {
@@ -73,11 +72,33 @@ pub(super) fn check_placeholders(
             } else {
                 format!("unknown placeholder {{{name}}}; valid: {PLACEHOLDERS}")
             };
-            return Err((at, why));
-        }
+            Err((at, why))
+        },
+        unclosed,
+    )
+    .map(|_| ())
+}
+
+/// `s` with every `{NAME}` replaced by `value(offset of its brace, NAME)`; a `{` without its
+/// `}` is `unclosed(offset)`. What checks a node's arguments and what fills them in share it.
+fn fill<E>(
+    s: &str,
+    mut value: impl FnMut(usize, &str) -> Result<String, E>,
+    unclosed: impl FnOnce(usize) -> E,
+) -> Result<String, E> {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(open) = rest.find('{') {
+        let at = s.len() - rest.len() + open;
+        out.push_str(&rest[..open]);
+        let Some(close) = rest[open..].find('}') else {
+            return Err(unclosed(at));
+        };
+        out.push_str(&value(at, &rest[open + 1..open + close])?);
         rest = &rest[open + close + 1..];
     }
-    Ok(())
+    out.push_str(rest);
+    Ok(out)
 }
 
 impl FileSystem {
@@ -315,15 +336,8 @@ fn expand(
 ) -> String {
     let slot = l.slot();
     let run_dir = slot.data_dir.parent().unwrap_or(&slot.data_dir);
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let Some(close) = rest[open..].find('}') else {
-            break;
-        };
-        let name = &rest[open + 1..open + close];
-        let value = match name {
+    let value = |_, name: &str| -> Result<String, ()> {
+        Ok(match name {
             "node" => l.node.to_string(),
             "nodes" => l.slots.len().to_string(),
             "incarnation" => l.incarnation.to_string(),
@@ -356,12 +370,10 @@ fn expand(
                 Some(v) => v.to_string(),
                 None => String::new(),
             },
-        };
-        out.push_str(&value);
-        rest = &rest[open + close + 1..];
-    }
-    out.push_str(rest);
-    out
+        })
+    };
+    // The file's check refused unclosed braces; should one get here, the text stays as written.
+    fill(s, value, |_| ()).unwrap_or_else(|()| s.to_string())
 }
 
 impl System for FileSystem {
