@@ -253,12 +253,35 @@ fn random_walks_with_faults_settle_without_a_false_alarm() {
     }
 }
 
+/// Issue 19: CHESS's fair scheduler on real ZooKeeper reports the 1419 livelock, and MaceMC's
+/// critical transition exists because node starts are events (`staggered_start`): some walk
+/// from the start elects a leader, none after the transition does.
 #[test]
-fn zookeeper_1419_never_settles_and_the_path_replays() {
+fn zookeeper_1419_is_a_fair_livelock_with_a_critical_transition_and_the_path_replays() {
     let _one = one_cluster();
     let d = tmp();
-    let ran = run_zk(d.path(), "zk-1419", 3, &[]);
-    assert_livelock_replays(&ran, d.path());
+    let ran = run_zk(d.path(), "zk-1419", 1, &["--strategy", "fair"]);
+    assert!(
+        ran.stdout.contains("livelock: a fair run of 600 events"),
+        "{}",
+        ran.all()
+    );
+    assert!(
+        ran.stdout.contains("  critical transition: step "),
+        "{}",
+        ran.all()
+    );
+    let file = assert_livelock_replays(&ran, d.path());
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let step = recorded["critical"]["step"]
+        .as_u64()
+        .expect("critical step");
+    let events = recorded["events"].as_array().unwrap();
+    assert!((step as usize) < events.len(), "{recorded}");
+    assert_eq!(
+        recorded["critical"]["event"], events[step as usize]["description"],
+        "the critical transition is the path's event at its step"
+    );
 }
 
 /// `ran` found ZOOKEEPER-1419's livelock on its first path, and the path file replays it.

@@ -18,7 +18,9 @@
 //! - `settle_timeout_ms`: how long a node may take to settle before it is a hang (default 60000:
 //!   JVMs start slowly on a loaded machine);
 //! - `clients`: client requests, e.g. `[{ to = 2, name = "write" }]` (a znode create through a
-//!   real ZooKeeper client at that node, sent once the node serves).
+//!   real ZooKeeper client at that node, sent once the node serves);
+//! - `staggered_start`: each node's first election waits for a `start` timer, so the order in
+//!   which nodes join the election is a choice flymc explores (default false: the JVMs' race).
 
 pub mod properties;
 pub mod setup;
@@ -154,6 +156,9 @@ pub struct ZkParams {
     pub log: String,
     pub clients: Vec<ZkClient>,
     pub zookeeper_home: Option<PathBuf>,
+    /// Each node's first election waits for a `start` timer (hooks.toml), so the order in which
+    /// nodes join is flymc's choice instead of the JVMs' race.
+    pub staggered_start: bool,
 }
 
 impl Default for ZkParams {
@@ -165,6 +170,7 @@ impl Default for ZkParams {
             log: "warn".into(),
             clients: Vec::new(),
             zookeeper_home: None,
+            staggered_start: false,
         }
     }
 }
@@ -364,6 +370,9 @@ pub fn java_args(l: &Launch, p: &ZkParams) -> Vec<String> {
     let run_dir = data.parent().unwrap_or(data);
     let jars = java_dir();
     let mut args = jvm_flags(&p.log);
+    if p.staggered_start {
+        args.push("-Dflymc.zk.staggeredStart=true".into());
+    }
     args.extend([
         format!(
             "-javaagent:{}={}",

@@ -31,7 +31,7 @@ fn unknown_and_mistyped_parameters_are_refused_with_file_line_and_column() {
         error("colour = \"blue\""),
         format!(
             "the workload does not fit this system: workloads/zookeeper/zk-1419.toml:{last}:1: \
-             unknown parameter `colour` in [params]; valid: variant, epochs, settle_timeout_ms, log, clients, zookeeper_home"
+             unknown parameter `colour` in [params]; valid: variant, epochs, settle_timeout_ms, log, clients, zookeeper_home, staggered_start"
         )
     );
     assert_eq!(

@@ -512,7 +512,8 @@ public final class Agent {
                 mv.visitLabel(bodyStart);
             }
             for (Point p : Hook.points) {
-                if ((p.kind.equals("disk") || p.kind.equals("record")) && p.callOwner == null && cls.equals(p.in) && meth.equals(p.method)) {
+                if ((p.kind.equals("disk") || p.kind.equals("record") || p.kind.equals("timer")) && p.callOwner == null
+                    && cls.equals(p.in) && meth.equals(p.method)) {
                     push(p.id);
                     if (isStatic) {
                         visitInsn(ACONST_NULL);

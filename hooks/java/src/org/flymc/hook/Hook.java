@@ -803,7 +803,8 @@ public final class Hook {
         return out;
     }
 
-    /** Method entry of a configured point (disk crash points). */
+    /** Method entry of a configured point (disk crash points, records, and timers without a
+     *  call: the method waits at its entry until flymc fires the timer, e.g. a node's start). */
     public static void entry(int id, Object self, Object[] args) throws Throwable {
         Point p = points.get(id);
         Map<String, Object> env = env(null, self, args);
@@ -813,6 +814,11 @@ public final class Hook {
         if (p.kind.equals("record")) {
             recorded.add(String.valueOf(p.fields.eval(env)));
             bump();
+            return;
+        }
+        if (p.kind.equals("timer")) {
+            // A zero-length wait with nothing to wake it but the timer (no queue, no monitor).
+            timer(p, env, null, new Object[0]);
             return;
         }
         if (!p.kind.equals("disk")) {

@@ -34,6 +34,19 @@ public final class FlymcZk {
         return sid - 1;
     }
 
+    /** Set by flymc for a workload with `staggered_start`: hold the first election. */
+    static final String STAGGERED = "flymc.zk.staggeredStart";
+    private static final java.util.concurrent.atomic.AtomicBoolean STARTED =
+        new java.util.concurrent.atomic.AtomicBoolean();
+
+    /**
+     * Whether this election is the process's first one and must wait for flymc's `start` timer:
+     * true once per incarnation (a process), and only under a staggered start.
+     */
+    public static boolean heldStart() {
+        return Boolean.getBoolean(STAGGERED) && STARTED.compareAndSet(false, true);
+    }
+
     // ---------------------------------------------------------------- disk writes
 
     /** Fields of a crash-point write: the value it writes (an epoch, a snapshot's zxid). */
