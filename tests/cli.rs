@@ -132,6 +132,25 @@ fn systems_and_workloads_are_listed() {
     assert_one_line_error(&r, "unknown system `nope`");
 }
 
+/// `flymc workloads | head -1`: a reader that is gone ends flymc silently with SIGPIPE's
+/// status, not with a panic message.
+#[test]
+fn a_closed_stdout_ends_flymc_quietly() {
+    let d = tmp();
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flymc"))
+        .args(["workloads", "cassandra-sim"])
+        .current_dir(d.path())
+        .env("FLYMC_WORKLOADS", common::workloads())
+        .stdout(writer)
+        .output()
+        .expect("the flymc binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
 fn sets_error(edit: impl Fn(&str) -> String, needle: &str) {
     let d = tmp();
     let src = std::fs::read_to_string(concat!(

@@ -281,9 +281,31 @@ struct Ablation {
     no_disk_state: bool,
 }
 
+/// A reader that went away (`flymc workloads | head -3`) ends flymc the way it ends any Unix
+/// tool, silently with SIGPIPE's status (141), after the nodes are cleaned up. Rust ignores
+/// SIGPIPE, so the failed write surfaces as `println!`'s panic; restoring SIGPIPE's default
+/// instead would kill flymc with its nodes still running.
+fn exit_quietly_when_stdout_closes() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            flymc_real::cluster::cleanup_all();
+            std::process::exit(141);
+        }
+        default_hook(info);
+    }));
+}
+
 fn main() -> ExitCode {
     // Node processes must not outlive flymc, also on Ctrl-C.
     flymc_real::cluster::install_cleanup_handler();
+    exit_quietly_when_stdout_closes();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("FLYMC_LOG")
