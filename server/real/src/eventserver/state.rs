@@ -158,6 +158,9 @@ pub struct RunState {
     reports: u64,
     /// Counts pauses asked for (checkpoints).
     pauses: u64,
+    /// Connections messages travel on (a payload's `conn`), by their two ends (lower node
+    /// first) and name: the incarnations of those ends when the connection was first used.
+    conns: HashMap<(NodeId, NodeId, String), (u32, u32)>,
     pub stats: ServerStats,
 }
 
@@ -487,7 +490,7 @@ impl RunState {
                 .parent
                 .and_then(|p| self.gens.get(&p).copied())
                 .unwrap_or(0);
-            let alive = self.nodes[event.to].alive;
+            let alive = self.nodes[event.to].alive && !self.on_dead_connection(&event, &payload);
             if wire_kind == Kind::Disk && alive {
                 self.nodes[node].parked = Some(id);
             }
@@ -745,6 +748,32 @@ impl RunState {
             s.parked = None;
         }
         Some(node)
+    }
+
+    /// Whether message `e` travels on a connection (its payload's `conn`) that its receiver's
+    /// earlier process held: that connection died with the process, so the message is lost
+    /// (the sender learns of it as its reader's disconnect), not handed to the new process,
+    /// where no thread would ever read it. A connection first used by other incarnations of
+    /// its ends than the sender's current one is a new connection that reuses the name (a
+    /// port the kernel handed out again).
+    fn on_dead_connection(&mut self, e: &Event, payload: &Value) -> bool {
+        let (Some(from), Some(conn)) = (e.from, payload.get("conn").and_then(Value::as_str)) else {
+            return false;
+        };
+        let (a, b) = (from.min(e.to), from.max(e.to));
+        let now = (self.nodes[a].incarnation, self.nodes[b].incarnation);
+        let first = *self
+            .conns
+            .entry((a, b, conn.to_string()))
+            .and_modify(|seen| {
+                let sender_then = if from == a { seen.0 } else { seen.1 };
+                if sender_then != self.nodes[from].incarnation {
+                    *seen = now;
+                }
+            })
+            .or_insert(now);
+        let receiver_then = if e.to == a { first.0 } else { first.1 };
+        receiver_then != self.nodes[e.to].incarnation
     }
 
     /// `node` was crashed (its `nth` crash): drop what was in flight to it.
@@ -1234,6 +1263,39 @@ mod tests {
         assert_eq!(t, want, "startup events of a reboot descend from it");
         done(&mut st, 1, None, json!({})).unwrap();
         assert_eq!(st.quiet(), Ok(()));
+    }
+
+    /// ZooKeeper's leader answered FOLLOWERINFO with LEADERINFO after the learner crashed and
+    /// rebooted: the packet travels on the dead process's connection, so it is lost; a new
+    /// connection of the new process that reuses the name carries messages again.
+    #[test]
+    fn messages_on_a_connection_of_a_rebooted_receivers_old_process_are_lost() {
+        let mut st = booted(2);
+        done(&mut st, 0, None, json!({})).unwrap();
+        done(&mut st, 1, None, json!({})).unwrap();
+        let on = |seq: u32, name: &str, to: usize, conn: &str| {
+            let mut i = intercept(None, seq, Kind::Message, name, to);
+            i.payload = json!({"conn": conn, "data": name});
+            i
+        };
+        report(&mut st, 1, on(0, "FOLLOWERINFO", 0, "35136")).unwrap();
+        let first = report(&mut st, 0, on(0, "LEADERINFO", 1, "35136")).unwrap();
+        assert!(st.pending().iter().any(|e| e.id == first));
+        st.crash(1, 0);
+        st.reboot(1, 0);
+        reg(&mut st, 1);
+        done(&mut st, 1, None, json!({})).unwrap();
+        let lost = report(&mut st, 0, on(1, "LEADERINFO", 1, "35136")).unwrap();
+        let fle = report(&mut st, 0, intercept(None, 2, Kind::Message, "vote", 1)).unwrap();
+        let pending: Vec<EventId> = st.pending().iter().map(|e| e.id).collect();
+        assert!(!pending.contains(&lost), "{pending:?}");
+        assert!(
+            pending.contains(&fle),
+            "messages on no connection still arrive"
+        );
+        report(&mut st, 1, on(1, "FOLLOWERINFO", 0, "35136")).unwrap();
+        let again = report(&mut st, 0, on(2, "LEADERINFO", 1, "35136")).unwrap();
+        assert!(st.pending().iter().any(|e| e.id == again));
     }
 
     #[test]
