@@ -74,37 +74,10 @@ pub const EXHAUSTION: &[(&str, &str)] = &[
     ("cassandra-sim", "paxos-3"),
 ];
 
-/// flymc's ablations (FlyMC Figure 13).
+/// flymc's ablations (FlyMC Figure 13), and parallel flips added (off by default).
 pub const ABLATIONS: &[(&str, FlymcOptions, bool)] = &[
     (
         "flymc",
-        FlymcOptions {
-            symmetry: true,
-            independence: true,
-            parallel_flips: true,
-        },
-        true,
-    ),
-    (
-        "no-symmetry",
-        FlymcOptions {
-            symmetry: false,
-            independence: true,
-            parallel_flips: true,
-        },
-        true,
-    ),
-    (
-        "no-independence",
-        FlymcOptions {
-            symmetry: true,
-            independence: false,
-            parallel_flips: true,
-        },
-        true,
-    ),
-    (
-        "no-parallel-flips",
         FlymcOptions {
             symmetry: true,
             independence: true,
@@ -113,11 +86,38 @@ pub const ABLATIONS: &[(&str, FlymcOptions, bool)] = &[
         true,
     ),
     (
-        "no-cache",
+        "no-symmetry",
+        FlymcOptions {
+            symmetry: false,
+            independence: true,
+            parallel_flips: false,
+        },
+        true,
+    ),
+    (
+        "no-independence",
+        FlymcOptions {
+            symmetry: true,
+            independence: false,
+            parallel_flips: false,
+        },
+        true,
+    ),
+    (
+        "parallel-flips",
         FlymcOptions {
             symmetry: true,
             independence: true,
             parallel_flips: true,
+        },
+        true,
+    ),
+    (
+        "no-cache",
+        FlymcOptions {
+            symmetry: true,
+            independence: true,
+            parallel_flips: false,
         },
         false,
     ),
