@@ -201,6 +201,7 @@ fn parallel_flips_reorder_at_every_node_at_once() {
     let w = workload(2, "[[0, -1], [0, -1], [1, -1], [1, -1]]", "");
     let opts = FlymcOptions {
         symmetry: false,
+        parallel_flips: true,
         ..FlymcOptions::default()
     };
     let out = with_sets("flymc", &w, &sets, opts);
@@ -644,13 +645,33 @@ fn a_portfolio_takes_turns_and_exhausts_when_its_systematic_member_does() {
         (shares[1].0.as_str(), shares[2].0.as_str()),
         ("pct", "novelty")
     );
-    // Turns: each other member ran between flymc's paths, never more than one in a row.
+    // flymc took path 1, the other two the probe's paths, then flymc every other path until it
+    // ran out: the portfolio stops at flymc's first turn without a plan.
+    let probe = crate::portfolio::PROBE;
     for (_, n) in &shares[1..] {
-        assert!(*n <= alone.paths && *n + 1 >= alone.paths, "{shares:?}");
+        assert!(*n >= (probe - 1) / 2, "{shares:?}");
     }
+    assert!(
+        both.paths >= probe && both.paths <= probe + 2 * alone.paths,
+        "{} paths, {shares:?}",
+        both.paths
+    );
     assert_eq!(both.paths, shares.iter().map(|(_, n)| n).sum::<u64>());
     assert!(both.stats.abstract_states > 0);
     assert!(both.unique_states.len() >= alone.unique_states.len());
+}
+
+#[test]
+fn the_portfolio_gives_path_1_to_its_systematic_member_then_probes_then_every_other_path() {
+    use crate::portfolio::{member_for, PROBE};
+    assert_eq!(member_for(1, 3), 0);
+    let probe: Vec<usize> = (2..=PROBE).map(|p| member_for(p, 3)).collect();
+    assert!(!probe.contains(&0), "{probe:?}");
+    assert_eq!(&probe[..4], &[1, 2, 1, 2]);
+    let after: Vec<usize> = (PROBE + 1..PROBE + 9).map(|p| member_for(p, 3)).collect();
+    assert_eq!(after, [0, 1, 0, 2, 0, 1, 0, 2]);
+    // One member: every path is its own.
+    assert!((1..100).all(|p| member_for(p, 1) == 0));
 }
 
 #[test]
