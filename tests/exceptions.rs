@@ -232,6 +232,8 @@ fn a_zookeeper_follower_catching_its_crashed_leaders_connection_is_a_finding_tha
             wl,
             "--max-paths",
             "20",
+            "--strategy",
+            "dfs",
         ],
     );
     assert_eq!(ran.code, 1, "{}", ran.all());

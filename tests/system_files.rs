@@ -66,6 +66,8 @@ fn raft_rs_runs_from_its_system_file_with_dfs_and_random_walks_and_keeps_its_pro
             "write",
             "--max-paths",
             "30",
+            "--strategy",
+            "dfs",
         ],
     );
     assert_eq!(r.code, 0, "{}", r.all());

@@ -173,9 +173,9 @@ struct RunArgs {
     /// A workload name (see `flymc workloads SYSTEM`) or a path to a workload TOML file.
     #[arg(long)]
     workload: String,
-    /// Exploration strategy.
-    #[arg(long, default_value = "dfs", value_parser = clap::builder::PossibleValuesParser::new(strategy::NAMES))]
-    strategy: String,
+    /// Exploration strategy [default: portfolio, or dfs with --stateless].
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(strategy::NAMES))]
+    strategy: Option<String>,
     /// Stop after this many paths.
     #[arg(long, value_name = "N")]
     max_paths: Option<u64>,
@@ -268,8 +268,12 @@ struct Ablation {
     /// flymc without sets-file independence (MoDist's rule instead).
     #[arg(long)]
     no_independence: bool,
-    /// flymc without parallel flips.
+    /// flymc with parallel flips (the paper's; off by default: they cost paths on every
+    /// measured bug, docs/BENCHMARKS.md).
     #[arg(long)]
+    parallel_flips: bool,
+    /// Parallel flips are off by default now; kept so that older scripts still run.
+    #[arg(long, hide = true)]
     no_parallel_flips: bool,
     /// No state-event cache.
     #[arg(long)]
@@ -440,11 +444,23 @@ fn dispatch(cli: Cli) -> Result<u8> {
     }
 }
 
+impl RunArgs {
+    /// The strategy asked for, or the default: the portfolio (dfs for `--stateless`, the
+    /// paper's naive DFS, which only dfs has).
+    fn strategy(&self) -> &str {
+        match &self.strategy {
+            Some(s) => s,
+            None if self.stateless => "dfs",
+            None => "portfolio",
+        }
+    }
+}
+
 fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
-    if args.stateless && args.strategy != "dfs" {
+    if args.stateless && args.strategy() != "dfs" {
         anyhow::bail!(
             "--stateless only applies to --strategy dfs (got `{}`); drop it or use dfs",
-            args.strategy
+            args.strategy()
         );
     }
     if let Some(addr) = args.listen.filter(|a| a.port() != 0 && args.jobs > 1) {
@@ -462,7 +478,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     workload.system_file = system.file();
     zookeeper_overrides(&args, &mut workload)?;
     workloads::check_expect(system.as_ref(), &workload)?;
-    let needs_sets = matches!(args.strategy.as_str(), "samc" | "flymc" | "portfolio");
+    let needs_sets = matches!(args.strategy(), "samc" | "flymc" | "portfolio");
     let sets = if needs_sets || args.sets.is_some() {
         systems::load_sets(system.as_ref(), &workload, args.sets.as_deref())?
     } else {
@@ -479,13 +495,13 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         flymc: FlymcOptions {
             symmetry: !args.ablation.no_symmetry,
             independence: !args.ablation.no_independence,
-            parallel_flips: !args.ablation.no_parallel_flips,
+            parallel_flips: args.ablation.parallel_flips && !args.ablation.no_parallel_flips,
         },
         fault_vars: system.fault_vars(),
         disk_state: !args.ablation.no_disk_state,
         pct_depth: args.depth,
     };
-    let mut strat = strategy::build(&args.strategy, &ctx)?;
+    let mut strat = strategy::build(args.strategy(), &ctx)?;
     let cfg = ExploreConfig {
         max_paths: args.max_paths,
         check_determinism: args.check_determinism,
@@ -496,7 +512,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         interrupted: Some(flymc_real::cluster::interrupted),
         logs: Some(KeepLogs {
             dir: args.out.clone(),
-            prefix: format!("{}-{}-{}", system.name(), workload.name, args.strategy),
+            prefix: format!("{}-{}-{}", system.name(), workload.name, args.strategy()),
             all: args.keep_logs,
         }),
         walks: (args.walks > 0).then_some(flymc_core::liveness::Walks {
@@ -510,7 +526,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         "flymc: {} / {} with {} (seed {}){}{}{}",
         system.name(),
         workload.name,
-        args.strategy,
+        args.strategy(),
         args.seed,
         if args.backend == "local" {
             String::new()
@@ -557,9 +573,9 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
                     "{}-{}-{}-all-path{number}.json",
                     system.name(),
                     workload.name,
-                    args.strategy
+                    args.strategy()
                 ));
-                saved = PathFile::from_run(&workload, &args.strategy, args.seed, number, run)
+                saved = PathFile::from_run(&workload, args.strategy(), args.seed, number, run)
                     .save(&file)
                     .map_err(Into::into);
             }
@@ -579,10 +595,10 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             "{}-{}-{}-path{}.json",
             system.name(),
             workload.name,
-            args.strategy,
+            args.strategy(),
             number
         ));
-        PathFile::from_run(&workload, &args.strategy, args.seed, *number, run).save(&file)?;
+        PathFile::from_run(&workload, args.strategy(), args.seed, *number, run).save(&file)?;
         report_violation(*number, run, &file);
     }
     if args.keep_going && outcome.violation.is_some() {
@@ -701,7 +717,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             &outcome,
             system.name(),
             &workload.name,
-            &args.strategy,
+            args.strategy(),
             args.seed,
         );
         s.stopped = stopped;
