@@ -273,6 +273,58 @@ fn bench_runs_only_the_strategies_and_workloads_asked_for() {
     assert!(r.stdout.contains("flymc ablations"), "{}", r.stdout);
 }
 
+/// Without `--strategy` flymc runs the portfolio: its systematic member's default order first,
+/// then pct and novelty; the summary shows how abstract-state coverage grew, and the finding
+/// replays.
+#[test]
+fn the_default_strategy_is_the_portfolio_and_its_coverage_is_reported() {
+    let d = tmp();
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "raft-sim",
+            "--workload",
+            "raft-bug",
+            "--json",
+            "s.json",
+        ],
+    );
+    assert_eq!(r.code, 1, "raft-bug is found: {}", r.all());
+    assert!(r.stdout.contains("with portfolio (seed 0)"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("abstract states over paths: 1: "),
+        "{}",
+        r.stdout
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("s.json")).unwrap()).unwrap();
+    assert_eq!(json["strategy"], "portfolio");
+    let paths = json["paths"].as_u64().unwrap();
+    let cov = json["coverage"].as_array().unwrap();
+    let at: Vec<u64> = cov.iter().map(|c| c["path"].as_u64().unwrap()).collect();
+    assert_eq!(at[..3], [1, 2, 4], "{at:?}");
+    assert_eq!(*at.last().unwrap(), paths);
+    let abs: Vec<u64> = cov
+        .iter()
+        .map(|c| c["abstract_states"].as_u64().unwrap())
+        .collect();
+    assert!(abs.windows(2).all(|w| w[0] <= w[1]), "{abs:?}");
+    assert_eq!(
+        *abs.last().unwrap(),
+        json["abstract_states"].as_u64().unwrap()
+    );
+    // The members' shares add up to the paths, and more than one member ran.
+    let shares = json["portfolio"].as_array().unwrap();
+    let sum: u64 = shares.iter().map(|m| m[1].as_u64().unwrap()).sum();
+    assert_eq!(sum, paths, "{shares:?}");
+    assert!(shares.iter().filter(|m| m[1].as_u64() > Some(0)).count() >= 2);
+    let file = common::path_file(&r, d.path());
+    let again = flymc_in(d.path(), &["replay", file.to_str().unwrap()]);
+    assert!(again.stdout.contains("reproduced"), "{}", again.all());
+}
+
 #[test]
 fn pct_states_its_guarantee_and_its_finding_replays() {
     let d = tmp();

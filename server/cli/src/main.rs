@@ -705,6 +705,9 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             outcome.paths
         );
     }
+    if let Some(line) = summary::coverage_line(&outcome.coverage) {
+        println!("{line}");
+    }
     if let Some(line) = summary::liveness_line(&outcome.liveness) {
         println!("{line}");
     }

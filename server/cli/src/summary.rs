@@ -139,6 +139,8 @@ pub struct RunSummary<'a> {
     /// A portfolio's members and the paths each ran.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub portfolio: &'a [(String, u64)],
+    /// Unique and abstract states after paths 1, 2, 4, 8, ... and the last.
+    pub coverage: &'a [flymc_core::explore::Coverage],
     pub timing: TimingJson<'a>,
     pub snapshots: &'a SnapshotStats,
     /// End states that failed a liveness property: transient or dead, and the walks taken.
@@ -198,6 +200,7 @@ impl<'a> RunSummary<'a> {
                 over_run: bound.over(outcome.paths),
             }),
             portfolio: &outcome.stats.shares,
+            coverage: &outcome.coverage,
             snapshots: &outcome.snapshots,
             liveness: &outcome.liveness,
             timing: TimingJson {
@@ -208,6 +211,19 @@ impl<'a> RunSummary<'a> {
             stopped: None,
         }
     }
+}
+
+/// How abstract-state coverage grew over the paths, for strategies that track it:
+/// `abstract states over paths: 1: 3, 2: 5, 4: 9, 7: 12`.
+pub fn coverage_line(coverage: &[flymc_core::explore::Coverage]) -> Option<String> {
+    if coverage.iter().all(|c| c.abstract_states == 0) {
+        return None;
+    }
+    let points: Vec<String> = coverage
+        .iter()
+        .map(|c| format!("{}: {}", c.path, c.abstract_states))
+        .collect();
+    Some(format!("abstract states over paths: {}", points.join(", ")))
 }
 
 #[cfg(test)]

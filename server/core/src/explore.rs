@@ -124,6 +124,16 @@ impl Progress {
     }
 }
 
+/// States covered after a number of paths: how coverage grew (recorded at paths 1, 2, 4, 8, ...
+/// and at the last path).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    pub path: u64,
+    pub unique_states: usize,
+    /// Coarse abstract states (strategies that track them: `novelty`, `portfolio`), else 0.
+    pub abstract_states: u64,
+}
+
 /// What an exploration found.
 pub struct Outcome {
     pub paths: u64,
@@ -151,6 +161,21 @@ pub struct Outcome {
     pub timing: TimingTotals,
     /// End states that failed a liveness property: how they were classified, the walks taken.
     pub liveness: LivenessStats,
+    /// States covered over paths.
+    pub coverage: Vec<Coverage>,
+}
+
+impl Outcome {
+    fn record_coverage(&mut self, strategy: &dyn Strategy) {
+        if self.coverage.last().is_some_and(|c| c.path == self.paths) {
+            return;
+        }
+        self.coverage.push(Coverage {
+            path: self.paths,
+            unique_states: self.unique_states.len(),
+            abstract_states: strategy.stats().abstract_states,
+        });
+    }
 }
 
 pub fn explore(
@@ -235,6 +260,7 @@ pub fn explore_partial(
         other_violations: 0,
         snapshots: SnapshotStats::default(),
         timing: TimingTotals::default(),
+        coverage: Vec::new(),
         liveness: LivenessStats {
             walks_per_state: cfg.walks.map_or(0, |w| w.walks),
             walk_depth: cfg
@@ -365,6 +391,9 @@ pub fn explore_partial(
             }
             out.unique_states.extend(run.hashes.iter().copied());
             strategy.observe(&plan, &run);
+            if out.paths.is_power_of_two() {
+                out.record_coverage(strategy);
+            }
             on_run(&run);
             on_progress(&Progress {
                 paths: out.paths,
@@ -389,6 +418,9 @@ pub fn explore_partial(
     });
     out.elapsed = start.elapsed();
     out.stats = strategy.stats();
+    if out.paths > 0 {
+        out.record_coverage(strategy);
+    }
     (out, ended.err())
 }
 
