@@ -19,13 +19,17 @@ use std::time::{Duration, Instant};
 use flymc_core::pathfile::PathFile;
 use flymc_real::cluster::Backend as _;
 
-/// One path of a real openraft election: the cheapest real run.
+/// One path of a real openraft election: the cheapest real run. These tests name dfs: the
+/// default (the portfolio) starts one more cluster to check the sets file against the nodes'
+/// variables, which would be one more run directory than paths.
 const ONE_RAFT_PATH: &[&str] = &[
     "run",
     "--system",
     "raft",
     "--workload",
     "le",
+    "--strategy",
+    "dfs",
     "--max-paths",
     "1",
 ];
@@ -144,6 +148,8 @@ const LONG_RUN: &[&str] = &[
     "raft",
     "--workload",
     "le",
+    "--strategy",
+    "dfs",
     "--max-paths",
     "400",
     "--save-paths",
@@ -173,6 +179,8 @@ fn a_run_directory_left_by_a_killed_flymc_is_swept_by_the_next_run_but_no_live_o
             "raft",
             "--workload",
             "le",
+            "--strategy",
+            "dfs",
             "--max-paths",
             "1",
             "--keep-run-dirs",
@@ -245,6 +253,8 @@ fn run_directories_are_private_and_under_the_per_user_folder() {
             "raft",
             "--workload",
             "le",
+            "--strategy",
+            "dfs",
             "--max-paths",
             "2",
             "--keep-run-dirs",
@@ -305,6 +315,8 @@ fn run_directories_are_private_and_under_the_per_user_folder() {
                 "raft",
                 "--workload",
                 "le",
+                "--strategy",
+                "dfs",
                 "--max-paths",
                 "1",
             ],

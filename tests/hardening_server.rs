@@ -87,6 +87,8 @@ fn raft_le(dir: &Path, attack: bool) -> ((u64, u64, u64, bool), usize, usize) {
             "raft",
             "--workload",
             "le",
+            "--strategy",
+            "dfs",
             "--max-paths",
             "150",
         ])
@@ -302,6 +304,8 @@ fn running_out_of_descriptors_says_so_and_still_prints_the_summary() {
             "raft",
             "--workload",
             "le",
+            "--strategy",
+            "dfs",
             "--max-paths",
             "5",
         ])

@@ -402,6 +402,8 @@ fn docker_backend_elects_a_leader_in_containers_and_removes_them() {
             "--save-paths",
             "--backend",
             "docker",
+            "--strategy",
+            "dfs",
         ])
         .current_dir(d.path())
         .env("FLYMC_WORKLOADS", common::workloads())
@@ -435,6 +437,8 @@ fn ctrl_c_leaves_no_container_running() {
             "le-3crash",
             "--backend",
             "docker",
+            "--strategy",
+            "dfs",
         ])
         .current_dir(d.path())
         .env("FLYMC_WORKLOADS", common::workloads())
