@@ -166,14 +166,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn record_coverage(&mut self, strategy: &dyn Strategy) {
+    fn record_coverage(&mut self, abstract_states: u64) {
         if self.coverage.last().is_some_and(|c| c.path == self.paths) {
             return;
         }
         self.coverage.push(Coverage {
             path: self.paths,
             unique_states: self.unique_states.len(),
-            abstract_states: strategy.stats().abstract_states,
+            abstract_states,
         });
     }
 }
@@ -392,7 +392,7 @@ pub fn explore_partial(
             out.unique_states.extend(run.hashes.iter().copied());
             strategy.observe(&plan, &run);
             if out.paths.is_power_of_two() {
-                out.record_coverage(strategy);
+                out.record_coverage(strategy.stats().abstract_states);
             }
             on_run(&run);
             on_progress(&Progress {
@@ -419,7 +419,7 @@ pub fn explore_partial(
     out.elapsed = start.elapsed();
     out.stats = strategy.stats();
     if out.paths > 0 {
-        out.record_coverage(strategy);
+        out.record_coverage(out.stats.abstract_states);
     }
     (out, ended.err())
 }

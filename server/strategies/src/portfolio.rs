@@ -24,8 +24,6 @@ use flymc_core::strategy::{Strategy, StrategyStats};
 pub struct Portfolio {
     /// The systematic member first: its exhaustion is the portfolio's.
     members: Vec<Box<dyn Strategy>>,
-    /// Plans handed out so far (the next one is path `handed + 1`).
-    handed: u64,
     /// Which member handed out each plan not yet observed, oldest first.
     issued: VecDeque<usize>,
     outstanding: Vec<usize>,
@@ -41,7 +39,6 @@ impl Portfolio {
         let n = members.len();
         Portfolio {
             members,
-            handed: 0,
             issued: VecDeque::new(),
             outstanding: vec![0; n],
             done: vec![false; n],
@@ -91,7 +88,8 @@ impl Strategy for Portfolio {
             return None;
         }
         let n = self.members.len();
-        let first = member_for(self.handed + 1, n);
+        let path = self.paths.iter().sum::<u64>() + 1;
+        let first = member_for(path, n);
         for k in 0..n {
             let m = (first + k) % n;
             if self.done[m] {
@@ -99,7 +97,6 @@ impl Strategy for Portfolio {
             }
             match self.members[m].next_plan() {
                 Some(plan) => {
-                    self.handed += 1;
                     self.issued.push_back(m);
                     self.outstanding[m] += 1;
                     self.paths[m] += 1;

@@ -5,8 +5,9 @@
 //! - event independence ([`independence`]): races are judged by the sets file at the state they
 //!   happen in, instead of MoDist's "same node" rule;
 //! - parallel flips ([`parallel`], off unless asked for: they cost paths on every measured
-//!   bug): each explored path also yields one path that flips a racing pair at every node at once; parallel flips and single flips take turns, and the single
-//!   flips wait in a low-priority queue so the search stays systematic.
+//!   bug): each explored path also yields one path that flips a racing pair at every node at
+//!   once; parallel flips and single flips take turns, and the single flips wait in a
+//!   low-priority queue so the search stays systematic.
 
 mod independence;
 mod parallel;
