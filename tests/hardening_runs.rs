@@ -363,6 +363,41 @@ fn sigterm_exits_143_and_sigint_130_after_the_summary_keeping_every_path_file() 
     }
 }
 
+/// `timeout -s INT` (how CI jobs bound a hunt) signals the command and then its whole process
+/// group, so flymc hears one request twice within microseconds; that must not count as an
+/// impatient second Ctrl-C (exit at once, no summary). Before the fix this lost the summary on
+/// 2 runs of 5, so several runs are made.
+#[test]
+fn timeout_s_int_gets_the_summary_although_it_signals_twice() {
+    raft_node();
+    for attempt in 0..5 {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("runs");
+        let mut c = Command::new("timeout");
+        c.args(["--preserve-status", "-s", "INT", "3"])
+            .arg(env!("CARGO_BIN_EXE_flymc"))
+            .args(LONG_RUN)
+            .current_dir(d.path())
+            .env("FLYMC_WORKLOADS", common::workloads())
+            .env("FLYMC_RUN_ROOT", &root)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(d.path().join("stdout")).unwrap())
+            .stderr(std::fs::File::create(d.path().join("stderr")).unwrap());
+        let ran = finish(c.spawn().expect("timeout starts"), d.path());
+        assert_eq!(ran.code, 130, "attempt {attempt}: {}", ran.all());
+        assert!(
+            ran.stdout.contains("interrupted by SIGINT") && ran.stdout.contains("summary:"),
+            "attempt {attempt}: {}",
+            ran.all()
+        );
+        assert_path_files_kept(&d.path().join("out"), &ran);
+        let left: Vec<_> = std::fs::read_dir(&root)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "attempt {attempt}: left behind: {left:?}");
+    }
+}
+
 #[test]
 fn a_target_failure_mid_run_prints_the_summary_and_keeps_the_path_files() {
     raft_node();

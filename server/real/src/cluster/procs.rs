@@ -357,6 +357,9 @@ static REPORTED: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
 /// exits by itself.
 const REPORT_WAIT: Duration = Duration::from_secs(10);
 
+/// Signals this soon after the first are the same request, delivered again.
+const SAME_REQUEST: Duration = Duration::from_secs(1);
+
 /// After an interruption: the main thread has printed its summary and is about to exit with
 /// [`exit_code`] itself.
 pub fn interruption_reported() {
@@ -395,7 +398,8 @@ extern "C" fn on_signal(signal: libc::c_int) {
 /// On SIGINT (Ctrl-C), SIGTERM, SIGHUP or SIGQUIT: [`cleanup_all`], then give the main thread
 /// time to print what it explored and exit with 128 + the signal's number (130, 143, 129, 131);
 /// if it does not say it has within a while, exit with that status from here. A second
-/// signal exits at once. Installed by the first node process flymc starts; call it earlier to
+/// signal exits at once, unless it comes within a second of the first (the same request
+/// delivered twice, as `timeout` does). Installed by the first node process flymc starts; call it earlier to
 /// own the signals from the start.
 pub fn install_cleanup_handler() {
     static ONCE: Once = Once::new();
@@ -420,16 +424,23 @@ fn install_signals() -> io::Result<()> {
         .spawn(move || {
             use std::io::Read;
             let mut b = [0u8; 1];
+            let mut first_at: Option<std::time::Instant> = None;
             while read.read_exact(&mut b).is_ok() {
                 let signal = i32::from(b[0]);
                 if SIGNAL
                     .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
                     .is_err()
                 {
+                    // The same request delivered twice (`timeout` signals the command and
+                    // then its whole process group) is no second request.
+                    if first_at.is_some_and(|t| t.elapsed() < SAME_REQUEST) {
+                        continue;
+                    }
                     // Asked again: stop now.
                     let first = SIGNAL.load(Ordering::SeqCst);
                     std::process::exit(exit_code(first).into());
                 }
+                first_at = Some(std::time::Instant::now());
                 // Clean up and wait on another thread, so a second signal is heard meanwhile.
                 let cleaner = std::thread::Builder::new()
                     .name("flymc-cleanup".into())
