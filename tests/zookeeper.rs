@@ -172,6 +172,61 @@ fn crashes_and_reboots_are_explored_without_a_false_alarm() {
     assert_established_ensemble(&paths[2]);
 }
 
+/// The node an event description says the event happens at: `X a->b ...` at b, `X @nK ...`
+/// and `crash nK` / `reboot nK` at K.
+fn event_node(description: &str) -> String {
+    let word = match description.split_once("->") {
+        Some((_, rest)) => rest,
+        None => description
+            .rsplit_once(" @")
+            .map(|(_, r)| r)
+            .or_else(|| description.split_once(' ').map(|(_, r)| r))
+            .unwrap_or_default(),
+    };
+    word.split(' ').next().unwrap_or_default().to_string()
+}
+
+/// ZooKeeper reports its writes, so crashes strike right after a node's write or at a rest
+/// point (nothing pending but timers), never between two messages of an exchange.
+#[test]
+fn crashes_strike_right_after_a_write_of_that_node_or_at_rest() {
+    let _one = one_cluster();
+    let d = tmp();
+    let ran = run_zk(
+        d.path(),
+        "zab-1txn-crash",
+        16,
+        &["--strategy", "faults", "--save-paths"],
+    );
+    assert_eq!(ran.code, 0, "{}", ran.all());
+    assert!(
+        ran.stdout.contains("crashes after writes"),
+        "{}",
+        ran.stdout
+    );
+    let (mut after_write, mut at_rest) = (0, 0);
+    for path in saved_paths(d.path()) {
+        let names = event_names(&path);
+        for (i, name) in names.iter().enumerate() {
+            let Some(node) = name.strip_prefix("crash ") else {
+                continue;
+            };
+            let last = names[..i].iter().rev().find(|e| event_node(e) == node);
+            let network = path["states"][i]["state"]["network"].as_array().unwrap();
+            let rest = network.iter().all(|e| {
+                e["kind"] == "timeout" && !e["name"].as_str().unwrap().starts_with("disk:")
+            });
+            if last.is_some_and(|e| e.contains(" disk:")) {
+                after_write += 1;
+            } else {
+                assert!(rest, "crash {node} at step {i} after {last:?}: {names:?}");
+                at_rest += 1;
+            }
+        }
+    }
+    assert!(after_write > 0 && at_rest > 0, "{after_write} {at_rest}");
+}
+
 /// Every event is reported before its node says done (the hook's quiescence is exact), and
 /// the JSON summary says where the time went: a start per path, one settle time per enabled
 /// event, one per crash or reboot, and parts that fit in the total.

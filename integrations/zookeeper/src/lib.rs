@@ -587,6 +587,11 @@ impl System for ZookeeperSystem {
         self.file.states_are_complete()
     }
 
+    /// The hooks file's crash points (`disk` points) report the writes.
+    fn reports_writes(&self) -> bool {
+        self.file.reports_writes()
+    }
+
     fn workloads_dir(&self) -> Option<PathBuf> {
         self.from_disk.then(|| self.file.workloads_dir()).flatten()
     }

@@ -20,6 +20,7 @@ use flymc_core::pathfile::PathFile;
 use flymc_core::replay::{replay, workload_for, ReplayOutcome};
 use flymc_core::run::Run;
 use flymc_core::workloads;
+use flymc_core::CrashPoints;
 use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
 
 #[derive(Parser)]
@@ -242,6 +243,11 @@ struct RunArgs {
     /// branch points (real nodes on the local backend, with CRIU from `flymc setup criu`).
     #[arg(long)]
     no_snapshots: bool,
+    /// Where crashes strike: right after a node's crash-point write and at rest points
+    /// (nothing pending but timers), or before every step. Default: after writes for systems
+    /// whose nodes report them (ZooKeeper's hooks file has `disk` points), everywhere otherwise.
+    #[arg(long, value_name = "WHERE")]
+    crash_points: Option<CrashPointsArg>,
     /// Sets file for samc and flymc (default: the one the system ships).
     #[arg(long, value_name = "FILE")]
     sets: Option<PathBuf>,
@@ -257,6 +263,13 @@ struct RunArgs {
     walk_depth: Option<usize>,
     #[command(flatten)]
     ablation: Ablation,
+}
+
+/// `--crash-points`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum CrashPointsArg {
+    AfterWrites,
+    Everywhere,
 }
 
 /// Switches for flymc's ablations (FlyMC Figure 13).
@@ -520,10 +533,15 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             depth: args.walk_depth,
             seed: args.seed,
         }),
+        crash_points: match args.crash_points {
+            Some(CrashPointsArg::AfterWrites) => CrashPoints::AfterWrites,
+            Some(CrashPointsArg::Everywhere) => CrashPoints::Everywhere,
+            None => CrashPoints::for_system(system.as_ref()),
+        },
         ..Default::default()
     };
     println!(
-        "flymc: {} / {} with {} (seed {}){}{}{}",
+        "flymc: {} / {} with {} (seed {}){}{}{}{}",
         system.name(),
         workload.name,
         args.strategy(),
@@ -537,6 +555,10 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             format!(", {} jobs", args.jobs)
         } else {
             String::new()
+        },
+        match cfg.crash_points {
+            CrashPoints::AfterWrites if workload.crashes > 0 => ", crashes after writes",
+            _ => "",
         },
         args.max_paths
             .map(|m| format!(", at most {m} paths"))

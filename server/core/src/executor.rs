@@ -20,7 +20,7 @@ use flymc_model::{
 use crate::cache::CacheView;
 use crate::clocks::Clocks;
 use crate::dependence::Dependence;
-use crate::faults::Faults;
+use crate::faults::{CrashPoints, Faults};
 use crate::order::{Order, GOOD_SAMARITAN};
 use crate::plan::{Plan, Tail};
 use crate::run::{
@@ -48,11 +48,23 @@ pub struct Logs {
 pub struct Executor<'a> {
     pub system: &'a dyn System,
     pub workload: &'a Workload,
+    /// Where crashes are offered; everywhere unless told (a replay follows any path).
+    pub crash_points: CrashPoints,
 }
 
 impl<'a> Executor<'a> {
     pub fn new(system: &'a dyn System, workload: &'a Workload) -> Self {
-        Executor { system, workload }
+        Executor {
+            system,
+            workload,
+            crash_points: CrashPoints::Everywhere,
+        }
+    }
+
+    /// Offer crashes only at `points`.
+    pub fn crash_points(mut self, points: CrashPoints) -> Self {
+        self.crash_points = points;
+        self
     }
 
     /// Execute `plan` on `target` (started here, stopped here whatever happens).
@@ -223,7 +235,7 @@ impl<'r, 'c> Running<'r, 'c> {
             order: plan.tail.order(),
             sleep: SleepSet::new(plan, dep),
             clocks: Clocks::new(w.nodes),
-            faults: Faults::new(w),
+            faults: Faults::new(w, exec.crash_points),
             cursor: 0,
             limit: plan.tail.limit(plan.prefix.len()).unwrap_or(w.max_events),
             run: Run {
@@ -473,6 +485,7 @@ impl<'r, 'c> Running<'r, 'c> {
         });
         self.run.states.push(state);
         self.run.hashes.push(hash);
+        self.faults.stepped(&event);
         if let [.., before, after] = self.run.states.as_slice() {
             self.order.settled(&event, before, after);
         }

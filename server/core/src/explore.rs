@@ -70,6 +70,8 @@ pub struct ExploreConfig {
     /// report only dead ones, with their critical transition ([`crate::liveness`]); `None`:
     /// every such end state is reported, as it is (`--walks 0`).
     pub walks: Option<Walks>,
+    /// Where crashes are offered.
+    pub crash_points: crate::CrashPoints,
 }
 
 impl Default for ExploreConfig {
@@ -87,6 +89,7 @@ impl Default for ExploreConfig {
             interrupted: None,
             deadline: None,
             walks: Some(Walks::default()),
+            crash_points: crate::CrashPoints::Everywhere,
         }
     }
 }
@@ -242,7 +245,7 @@ pub fn explore_partial(
     on_run: &mut dyn FnMut(&Run),
 ) -> (Outcome, Option<ExploreError>) {
     let start = Instant::now();
-    let exec = Executor::new(system, workload);
+    let exec = Executor::new(system, workload).crash_points(cfg.crash_points);
     let jobs = cfg.jobs.max(1);
     let mut out = Outcome {
         paths: 0,

@@ -18,6 +18,7 @@ pub mod dependence;
 pub mod executor;
 pub mod explore;
 mod faults;
+pub use faults::CrashPoints;
 mod jobs;
 pub mod liveness;
 pub mod order;

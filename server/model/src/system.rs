@@ -42,6 +42,12 @@ pub trait System: Send + Sync {
     fn crash_loses_sent(&self) -> bool {
         false
     }
+    /// Whether the nodes report their persistent writes as crash-point events (`disk:<what>`):
+    /// then a run offers crashes right after writes and at rest points, not before every step
+    /// (`flymc run --crash-points`).
+    fn reports_writes(&self) -> bool {
+        false
+    }
     /// The node variables that tell fault states apart for the `faults` strategy: what
     /// survives a crash (epochs, logs) and the roles, not the counters and queues that change
     /// with every message. `None`: all of them.

@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use flymc_core::explore::{explore_with, ExploreConfig, Outcome};
 use flymc_core::snapshots::SnapshotStats;
 use flymc_core::workloads;
+use flymc_core::CrashPoints;
 use flymc_model::EventId;
 use flymc_real::RealOptions;
 use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
@@ -162,6 +163,7 @@ fn explore_variant(
         snapshots: system.snapshots(),
         snapshots_always: v.always,
         interrupted: Some(flymc_real::cluster::interrupted),
+        crash_points: CrashPoints::for_system(system.as_ref()),
         ..Default::default()
     };
     let mut ids = Vec::new();

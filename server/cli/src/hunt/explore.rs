@@ -100,6 +100,7 @@ impl Explored {
             snapshots: unit.system.snapshots(),
             deadline: unit.deadline,
             interrupted: Some(flymc_real::cluster::interrupted),
+            crash_points: flymc_core::CrashPoints::for_system(unit.system),
             logs: Some(KeepLogs {
                 dir: logs.clone(),
                 prefix,

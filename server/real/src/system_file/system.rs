@@ -438,6 +438,18 @@ impl System for FileSystem {
         self.file.crash_loses_sent
     }
 
+    /// A Java agent's hooks file with a `disk` point: its nodes report their writes.
+    fn reports_writes(&self) -> bool {
+        let HookKind::JavaAgent { config, .. } = &self.file.hook else {
+            return false;
+        };
+        serde_json::from_str::<Value>(config).is_ok_and(|c| {
+            c["points"]
+                .as_array()
+                .is_some_and(|p| p.iter().any(|p| p["kind"] == "disk"))
+        })
+    }
+
     fn fault_vars(&self) -> Option<&'static [&'static str]> {
         self.fault_vars
     }
