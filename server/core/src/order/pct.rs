@@ -17,6 +17,12 @@
 //! random step in `1..=k`, at which a random enabled crash or reboot runs if there is one (the
 //! executor offers them only within the budget and where the workload's condition holds), so
 //! that faults spread over the whole run rather than cluster where a walk happens to offer them.
+//!
+//! Timers are made fair much as CHESS makes a yielding thread fair: a timer does not fire a third
+//! time at its node while an event that was pending at the first of the two firings before
+//! still waits (twice lets a candidate campaign again before its votes arrive). PCT assumes
+//! terminating programs; a poll timer that re-arms on every firing (ZooKeeper's election poll)
+//! is not one, and fired at will it kept real ZooKeeper's elections from ever finishing.
 
 use std::collections::HashMap;
 
@@ -112,6 +118,20 @@ pub struct PctOrder {
     /// the end of the plan's prefix.
     steps: usize,
     started: bool,
+    /// Per timer (node, name): the events that were pending at its last [`REFIRES`] firings.
+    /// It does not fire again while one pending at the first of them still waits (CHESS's
+    /// fairness for a thread that yields: it goes after those that were ready when it yielded).
+    owed: HashMap<(usize, String), std::collections::VecDeque<Vec<EventId>>>,
+}
+
+/// How often a timer may fire while an event pending at the first of those firings waits: twice
+/// lets a node time out again before its first timeout's messages arrive (a candidate that
+/// campaigns twice, which Raft's bugs need), more is a flood.
+const REFIRES: usize = 2;
+
+/// A timer, not a crash-point write (those are `disk:*` events of the timer kind).
+fn is_timer(e: &Event) -> bool {
+    e.kind == EventKind::Timeout && !e.name.starts_with("disk:")
 }
 
 impl PctOrder {
@@ -132,6 +152,7 @@ impl PctOrder {
             priority: Vec::new(),
             steps: 0,
             started: false,
+            owed: HashMap::new(),
         }
     }
 
@@ -145,10 +166,29 @@ impl PctOrder {
         Some(c)
     }
 
-    /// The enabled event of the highest-priority chain (ties: the first listed).
+    /// Whether timer `e` still owes its turn to an event pending when it last fired.
+    fn owes(&self, e: &Event, enabled: &[Enabled]) -> bool {
+        self.owed.get(&(e.to, e.name.clone())).is_some_and(|fired| {
+            fired.len() == REFIRES && enabled.iter().any(|x| fired[0].contains(&x.event.id))
+        })
+    }
+
+    /// The enabled event of the highest-priority chain (ties: the first listed); a timer that
+    /// owes its turn only if nothing else is enabled.
     fn best(&mut self, enabled: &[Enabled]) -> Option<(usize, usize)> {
+        let waiting: Vec<bool> = enabled
+            .iter()
+            .map(|e| is_timer(&e.event) && self.owes(&e.event, enabled))
+            .collect();
+        let others = enabled
+            .iter()
+            .zip(&waiting)
+            .any(|(e, w)| !w && !e.event.is_fault());
         let mut best: Option<(u64, usize, usize)> = None;
         for (i, e) in enabled.iter().enumerate() {
+            if others && waiting[i] {
+                continue;
+            }
             let Some(c) = self.chain(&e.event) else {
                 continue;
             };
@@ -189,7 +229,22 @@ impl Order for PctOrder {
         for e in enabled {
             self.chain(&e.event);
         }
-        let _ = chosen;
+        if let Some(e) = enabled
+            .get(chosen)
+            .map(|e| &e.event)
+            .filter(|e| is_timer(e))
+        {
+            let pending = enabled
+                .iter()
+                .filter(|x| x.event.id != e.id && !x.event.is_fault())
+                .map(|x| x.event.id)
+                .collect();
+            let fired = self.owed.entry((e.to, e.name.clone())).or_default();
+            if fired.len() == REFIRES {
+                fired.pop_front();
+            }
+            fired.push_back(pending);
+        }
         if self.started {
             self.steps += 1;
         }
@@ -293,6 +348,40 @@ mod tests {
             starved += usize::from(!delivered);
         }
         assert!(starved <= 4, "{starved} of 40 seeds starved the message");
+    }
+
+    #[test]
+    fn a_timer_fires_again_only_after_what_was_pending_when_it_fired() {
+        // ZooKeeper's election poll re-arms on every firing and each firing sends
+        // notifications: fired at will, it floods the nodes until the event limit. Whatever
+        // the priorities, the message pending at the first firing goes before the third.
+        for seed in 0..40 {
+            let mut o = PctOrder::new(PctParams {
+                seed,
+                depth: 3,
+                k: 100,
+                faults: 0,
+            });
+            let mut timer = ev(1, None, EventKind::Timeout);
+            timer.event.name = "poll".into();
+            let message = ev(1000, None, EventKind::Message);
+            let mut fired = 0;
+            for step in 0..4 {
+                let enabled = vec![timer.clone(), message.clone()];
+                let i = o.pick(&enabled, &|_| false).unwrap();
+                o.observe(&enabled, i, step);
+                if i == 1 {
+                    break;
+                }
+                fired += 1;
+                timer.event.parent = Some(timer.event.id);
+                timer.event.id = EventId(timer.event.id.0 + 1);
+            }
+            assert!(
+                fired <= REFIRES,
+                "seed {seed}: the timer fired {fired} times first"
+            );
+        }
     }
 
     #[test]
