@@ -25,24 +25,32 @@ enum Action {
 }
 
 /// Restoring `key` starts the inner target and replays what led to the checkpoint. Every
-/// `fail_every`-th restore fails (odd ones) or finds the snapshot gone (even ones).
+/// `fail_every`-th restore fails (odd ones) or finds the snapshot gone (even ones); every
+/// `die_every`-th restore succeeds, and the restored cluster fails at its next step (a restored
+/// JVM that dies at once).
 struct Replaying {
     inner: Box<dyn Target>,
     done: Vec<Action>,
     saved: HashMap<u64, Vec<Action>>,
     fail_every: Option<u64>,
+    die_every: Option<u64>,
+    dead: bool,
     restores: u64,
 }
 
 impl Target for Replaying {
     fn start(&mut self, w: &Workload) -> Result<(), TargetError> {
         self.done.clear();
+        self.dead = false;
         self.inner.start(w)
     }
     fn pending(&self) -> Vec<Event> {
         self.inner.pending()
     }
     fn enable(&mut self, id: EventId) -> Result<(), TargetError> {
+        if self.dead {
+            return Err(TargetError::Other("a restored node died (test)".into()));
+        }
         self.done.push(Action::Enable(id));
         self.inner.enable(id)
     }
@@ -85,6 +93,9 @@ impl Target for Replaying {
             }
             self.inner.settle()?;
         }
+        self.dead = self
+            .die_every
+            .is_some_and(|n| self.restores.is_multiple_of(n));
         Ok(true)
     }
 }
@@ -92,6 +103,7 @@ impl Target for Replaying {
 struct WithSnapshots {
     inner: Box<dyn System>,
     fail_every: Option<u64>,
+    die_every: Option<u64>,
 }
 
 impl System for WithSnapshots {
@@ -107,6 +119,8 @@ impl System for WithSnapshots {
             done: Vec::new(),
             saved: HashMap::new(),
             fail_every: self.fail_every,
+            die_every: self.die_every,
+            dead: false,
             restores: 0,
         }))
     }
@@ -187,13 +201,16 @@ fn runs_restored_from_snapshots_explore_the_same_paths_as_re_executed_ones() {
         for strat in ["dfs", "flymc", "random", "faults"] {
             let plain = systems::find(sys).unwrap();
             let (want, base) = explore(plain.as_ref(), workload, strat, false);
-            for fail_every in [None, Some(3)] {
+            for (fail_every, die_every) in [(None, None), (Some(3), None), (None, Some(4))] {
                 let snap = WithSnapshots {
                     inner: systems::find(sys).unwrap(),
                     fail_every,
+                    die_every,
                 };
                 let (got, out) = explore(&snap, workload, strat, true);
-                let what = format!("{sys}/{workload} {strat}, failing every {fail_every:?}");
+                let what = format!(
+                    "{sys}/{workload} {strat}, failing every {fail_every:?}, dying every {die_every:?}"
+                );
                 assert_eq!(got.len(), want.len(), "{what}: path count");
                 for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                     assert_eq!(g, w, "{what}: path {} differs", i + 1);
@@ -206,7 +223,9 @@ fn runs_restored_from_snapshots_explore_the_same_paths_as_re_executed_ones() {
                 if matches!(strat, "dfs" | "flymc") {
                     assert!(s.steps_skipped > 0, "{what}: {s:?}");
                 }
-                if fail_every.is_some() && s.restored > 2 {
+                if (fail_every.is_some() && s.restored > 2)
+                    || (die_every.is_some() && s.restored > 3)
+                {
                     assert!(s.fallbacks > 0, "{what}: {s:?}");
                 } else {
                     assert_eq!(s.fallbacks, 0, "{what}: {s:?}");

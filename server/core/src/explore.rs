@@ -294,15 +294,28 @@ pub fn explore_partial(
         let dep = task.dep.as_deref_mut().map(|d| d as &mut dyn Dependence);
         let before = snaps.stats.clone();
         let mut judged = None;
-        let run = exec
-            .run_snapshots(
-                target,
-                &task.plan,
-                task.view.as_mut(),
-                dep,
-                cfg.snapshots.then_some(&mut *snaps),
-                cfg.logs.as_ref().map(|l| l.for_path(task.path)),
-            )
+        let logs = || cfg.logs.as_ref().map(|l| l.for_path(task.path));
+        let mut run = exec.run_snapshots(
+            target,
+            &task.plan,
+            task.view.as_mut(),
+            dep,
+            cfg.snapshots.then_some(&mut *snaps),
+            logs(),
+        );
+        // A cluster restored from a snapshot that then fails (a restored JVM that dies at
+        // once) says nothing about the system: the path is re-executed from a fresh start.
+        if run.is_err() && snaps.stats.restored > before.restored && !stop() {
+            tracing::warn!(
+                "path {}: the cluster restored from a snapshot failed ({}); re-executing it from the start",
+                task.path,
+                run.as_ref().err().map(ToString::to_string).unwrap_or_default()
+            );
+            snaps.stats.fallbacks += 1;
+            let dep = task.dep.as_deref_mut().map(|d| d as &mut dyn Dependence);
+            run = exec.run_snapshots(target, &task.plan, task.view.as_mut(), dep, None, logs());
+        }
+        let run = run
             .map_err(ExploreError::from)
             .and_then(|run| {
                 if cfg.check_determinism {
