@@ -22,7 +22,9 @@
 //! time at its node while an event that was pending at the first of the two firings before
 //! still waits (twice lets a candidate campaign again before its votes arrive). PCT assumes
 //! terminating programs; a poll timer that re-arms on every firing (ZooKeeper's election poll)
-//! is not one, and fired at will it kept real ZooKeeper's elections from ever finishing.
+//! is not one, and fired at will it kept real ZooKeeper's elections from ever finishing. The
+//! summary's probabilistic bound is PCTCP's over the schedules this leaves: a bug that needs a
+//! timer to fire a third time ahead of an event pending since its first firing is not covered.
 
 use std::collections::HashMap;
 
@@ -166,7 +168,8 @@ impl PctOrder {
         Some(c)
     }
 
-    /// Whether timer `e` still owes its turn to an event pending when it last fired.
+    /// Whether timer `e` has fired [`REFIRES`] times since an event that still waits was
+    /// pending: then it owes that event its turn.
     fn owes(&self, e: &Event, enabled: &[Enabled]) -> bool {
         self.owed.get(&(e.to, e.name.clone())).is_some_and(|fired| {
             fired.len() == REFIRES && enabled.iter().any(|x| fired[0].contains(&x.event.id))
