@@ -305,11 +305,11 @@ pub fn explore_partial(
         );
         // A cluster restored from a snapshot that then fails (a restored JVM that dies at
         // once) says nothing about the system: the path is re-executed from a fresh start.
-        if run.is_err() && snaps.stats.restored > before.restored && !stop() {
+        let restored = snaps.stats.restored > before.restored;
+        if let (Err(e), true) = (&run, restored && !stop()) {
             tracing::warn!(
-                "path {}: the cluster restored from a snapshot failed ({}); re-executing it from the start",
-                task.path,
-                run.as_ref().err().map(ToString::to_string).unwrap_or_default()
+                "path {}: the cluster restored from a snapshot failed ({e}); re-executing it from the start",
+                task.path
             );
             snaps.stats.fallbacks += 1;
             let dep = task.dep.as_deref_mut().map(|d| d as &mut dyn Dependence);

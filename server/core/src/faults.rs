@@ -3,7 +3,7 @@
 //! crashed without a crash spent: its first reboot is its first start.
 
 use flymc_model::guard::Condition;
-use flymc_model::{Event, EventId, EventKind, GlobalState, NodeId, VectorClock, Workload};
+use flymc_model::{Event, EventId, GlobalState, NodeId, VectorClock, Workload};
 
 use crate::clocks::Clocks;
 use crate::run::Enabled;
@@ -38,9 +38,6 @@ impl CrashPoints {
         }
     }
 }
-
-/// Crash-point writes are reported as events named `disk:<what>`.
-const DISK: &str = "disk:";
 
 pub(crate) struct Faults {
     crashes_left: u32,
@@ -79,10 +76,8 @@ impl Faults {
         if self.when.as_ref().is_some_and(|c| !c.holds(state)) {
             return;
         }
-        let at_rest = self.points == CrashPoints::Everywhere
-            || enabled
-                .iter()
-                .all(|e| e.event.kind == EventKind::Timeout && !e.event.name.starts_with(DISK));
+        let at_rest =
+            self.points == CrashPoints::Everywhere || enabled.iter().all(|e| e.event.is_timer());
         for node in 0..self.crashed.len() {
             if self.crashed[node] {
                 if self.reboots_left > 0 {
@@ -118,7 +113,7 @@ impl Faults {
     /// After every step, with the step's event: whose last step was a write.
     pub fn stepped(&mut self, event: &Event) {
         if let Some(w) = self.just_wrote.get_mut(event.to) {
-            *w = !event.is_fault() && event.name.starts_with(DISK);
+            *w = event.is_write();
         }
     }
 
@@ -139,6 +134,7 @@ impl Faults {
 mod tests {
     use super::*;
     use crate::testkit::workload;
+    use flymc_model::EventKind;
 
     fn event(kind: EventKind, name: &str, to: NodeId) -> Event {
         Event {

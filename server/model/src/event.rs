@@ -165,6 +165,16 @@ impl Event {
         matches!(self.kind, EventKind::Crash | EventKind::Reboot)
     }
 
+    /// A crash-point write (`disk:<what>`): timer-like in the model, a write in progress.
+    pub fn is_write(&self) -> bool {
+        self.kind == EventKind::Timeout && self.name.starts_with("disk:")
+    }
+
+    /// A timer firing, not a crash-point write.
+    pub fn is_timer(&self) -> bool {
+        self.kind == EventKind::Timeout && !self.is_write()
+    }
+
     /// A short human description, e.g. `prepare n0->n2 {ballot: 1}`.
     pub fn describe(&self) -> String {
         let mut s = match (self.kind, self.from) {

@@ -45,8 +45,7 @@ pub(crate) fn default_pick(
 ) -> Option<usize> {
     // A crash-point disk write (`disk:<name>`, timer-like in the model) is a write in progress:
     // it completes before timers fire, as on a disk that is not stalled.
-    let disk =
-        |e: &Enabled| e.event.kind == EventKind::Timeout && e.event.name.starts_with("disk:");
+    let disk = |e: &Enabled| e.event.is_write();
     [EventKind::Message, EventKind::Client]
         .iter()
         .find_map(|k| {

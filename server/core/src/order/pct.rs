@@ -69,7 +69,7 @@ impl Chains {
         // otherwise make an endless chain, and PCT, which assumes terminating programs, would
         // run it forever at the top priority and starve every other chain. Crash-point writes
         // (`disk:*`) are steps of the handler that made them and stay in its chain.
-        let timer = e.kind == EventKind::Timeout && !e.name.starts_with("disk:");
+        let timer = e.is_timer();
         let extends = (!timer)
             .then_some(e.parent)
             .flatten()
@@ -131,11 +131,6 @@ pub struct PctOrder {
 /// campaigns twice, which Raft's bugs need), more is a flood.
 const REFIRES: usize = 2;
 
-/// A timer, not a crash-point write (those are `disk:*` events of the timer kind).
-fn is_timer(e: &Event) -> bool {
-    e.kind == EventKind::Timeout && !e.name.starts_with("disk:")
-}
-
 impl PctOrder {
     pub fn new(p: PctParams) -> PctOrder {
         let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
@@ -181,7 +176,7 @@ impl PctOrder {
     fn best(&mut self, enabled: &[Enabled]) -> Option<(usize, usize)> {
         let waiting: Vec<bool> = enabled
             .iter()
-            .map(|e| is_timer(&e.event) && self.owes(&e.event, enabled))
+            .map(|e| e.event.is_timer() && self.owes(&e.event, enabled))
             .collect();
         let others = enabled
             .iter()
@@ -235,7 +230,7 @@ impl Order for PctOrder {
         if let Some(e) = enabled
             .get(chosen)
             .map(|e| &e.event)
-            .filter(|e| is_timer(e))
+            .filter(|e| e.is_timer())
         {
             let pending = enabled
                 .iter()

@@ -48,7 +48,7 @@ impl Order for RandomOrder {
         let class = |e: &Enabled| match e.event.kind {
             EventKind::Message => 0,
             EventKind::Client => 1,
-            EventKind::Timeout if e.event.name.starts_with("disk:") => 2,
+            EventKind::Timeout if e.event.is_write() => 2,
             EventKind::Timeout => 3,
             EventKind::Crash | EventKind::Reboot => 4,
         };
