@@ -64,6 +64,12 @@ fn explore(
     strategy: &str,
     max_paths: u64,
 ) -> (Vec<Vec<EventId>>, Outcome) {
+    // flymc's warnings (why a restored cluster fell back to re-execution, a late report) go to
+    // the test's output, shown when an assertion below fails (CI saw one fallback, reason lost).
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_test_writer()
+        .try_init();
     let ctx = StrategyContext {
         workload: w,
         symmetry: system.symmetry(w),
