@@ -187,7 +187,6 @@ pub fn options(
         listen,
         snapshots,
         keep_run_dirs: false,
-        hook_jdk_http: false,
     })
 }
 

@@ -70,8 +70,6 @@ pub struct RealConfig {
     /// Regular expressions over node log lines that are findings (`no-error-log`), the
     /// system's; a workload adds `[logs] patterns` (see server/real/src/logscan.rs).
     pub log_patterns: Vec<String>,
-    /// Java hooks use the JDK's HttpClient ([`crate::RealOptions::hook_jdk_http`]).
-    pub hook_jdk_http: bool,
 }
 
 impl RealConfig {
@@ -92,7 +90,6 @@ impl RealConfig {
             notices: false,
             crash_loses_outbound: false,
             log_patterns: Vec::new(),
-            hook_jdk_http: false,
         }
     }
 
@@ -116,10 +113,8 @@ impl RealConfig {
         self
     }
 
-    /// The user's [`crate::RealOptions`] that concern every system alike (the listen address,
-    /// the Java hook's transport).
-    pub fn options(mut self, o: &crate::RealOptions) -> RealConfig {
-        self.hook_jdk_http = o.hook_jdk_http;
+    /// The user's [`crate::RealOptions`] that concern every system alike (the listen address).
+    pub fn options(self, o: &crate::RealOptions) -> RealConfig {
         match o.listen {
             Some(addr) => self.bind(addr),
             None => self,
@@ -253,9 +248,6 @@ impl RealTarget {
             (env::PROTOCOL, PROTOCOL_VERSION.to_string()),
         ] {
             cmd.env.push((k.to_string(), v));
-        }
-        if self.cfg.hook_jdk_http {
-            cmd.env.push((env::HOOK_HTTP.to_string(), "jdk".into()));
         }
         let slot = slot.clone();
         if self.backend.checkpoints().is_some() {
