@@ -132,6 +132,9 @@ pub struct Event {
     pub delay_ms: Option<u64>,
 }
 
+/// The name prefix of a crash-point write in the model: the write `state` is `disk:state`.
+pub const WRITE_PREFIX: &str = "disk:";
+
 impl Event {
     /// A crash of `node`, its `nth` in this run.
     pub fn crash(node: NodeId, nth: u32) -> Event {
@@ -165,9 +168,17 @@ impl Event {
         matches!(self.kind, EventKind::Crash | EventKind::Reboot)
     }
 
-    /// A crash-point write (`disk:<what>`): timer-like in the model, a write in progress.
+    /// What a crash-point write (`disk:<what>`, timer-like in the model) writes; `None` for
+    /// any other event.
+    pub fn written(&self) -> Option<&str> {
+        (self.kind == EventKind::Timeout)
+            .then(|| self.name.strip_prefix(WRITE_PREFIX))
+            .flatten()
+    }
+
+    /// A crash-point write: a write in progress.
     pub fn is_write(&self) -> bool {
-        self.kind == EventKind::Timeout && self.name.starts_with("disk:")
+        self.written().is_some()
     }
 
     /// A timer firing, not a crash-point write.

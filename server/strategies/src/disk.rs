@@ -13,13 +13,10 @@ use flymc_core::run::Run;
 use flymc_model::{stable_hash, GlobalState};
 use serde_json::{json, Value};
 
-/// The prefix of a crash-point write's event name.
-const DISK: &str = "disk:";
-
 /// Per state of `run` (index `i`: before step `i`), each node's disk digest; `None` when the
 /// run has no crash-point write at all (then disks say nothing).
 pub(crate) fn digests(run: &Run) -> Option<Vec<Vec<u64>>> {
-    if !run.events().any(|e| e.name.starts_with(DISK)) {
+    if !run.events().any(|e| e.is_write()) {
         return None;
     }
     let nodes = run.states.first().map_or(0, |s| s.nodes.len());
@@ -29,7 +26,7 @@ pub(crate) fn digests(run: &Run) -> Option<Vec<Vec<u64>>> {
     let mut out = Vec::with_capacity(run.steps.len() + 1);
     out.push(now.clone());
     for e in run.events() {
-        if let (Some(name), Some(disk)) = (e.name.strip_prefix(DISK), disks.get_mut(e.to)) {
+        if let (Some(name), Some(disk)) = (e.written(), disks.get_mut(e.to)) {
             let written = match e.fields.is_empty() {
                 false => Value::Object(e.fields.clone()),
                 true => json!(disk.get(name).and_then(Value::as_u64).unwrap_or(0) + 1),

@@ -205,7 +205,7 @@ fn model_kind(k: Kind) -> EventKind {
 /// until the model has an event kind of its own for disk writes.
 fn model_name(k: Kind, name: &str) -> String {
     match k {
-        Kind::Disk => format!("disk:{name}"),
+        Kind::Disk => format!("{}{name}", flymc_model::event::WRITE_PREFIX),
         _ => name.to_string(),
     }
 }
@@ -721,10 +721,9 @@ impl RunState {
         let order_event = WireEvent {
             id: w(id),
             kind: rec.wire_kind,
-            name: if rec.wire_kind == Kind::Disk {
-                rec.event.name.trim_start_matches("disk:").to_string()
-            } else {
-                rec.event.name.clone()
+            name: match (rec.wire_kind, rec.event.written()) {
+                (Kind::Disk, Some(written)) => written.to_string(),
+                _ => rec.event.name.clone(),
             },
             from: rec.event.from,
             to: node,
