@@ -764,6 +764,46 @@ fn two_threads_of_one_node_at_interception_points_race_both_ways_and_both_replay
     }
 }
 
+/// The Java hook keeps one connection to flymc for its reports, and flymc closes a connection
+/// idle for longer than its header timeout (hooks/PROTOCOL.md, "Connections"). A node that
+/// waits longer than that for its next event (a user stepping through `flymc debug`) reports
+/// the events that one causes on a new connection and settles as usual.
+#[test]
+fn a_node_idle_past_the_servers_keep_alive_reconnects_to_report() {
+    use flymc_model::{EventKind, System};
+    let _one = one_cluster();
+    let w = flymc_core::workloads::load(&common::workloads(), "zookeeper", "le")
+        .expect("the shipped workload");
+    let sys = flymc_zookeeper::ZookeeperSystem::default();
+    let mut target = sys.target(&w).expect("a ZooKeeper ensemble starts");
+    target.start(&w).expect("the nodes start and settle");
+    // Every node's report connection has been idle since its startup `done`.
+    std::thread::sleep(flymc_real::eventserver::conns::HEADER_TIMEOUT + Duration::from_secs(1));
+    let before = target.pending();
+    let e = before
+        .iter()
+        .find(|e| e.kind == EventKind::Message)
+        .expect("a first notification is pending")
+        .clone();
+    target.enable(e.id).expect("enable");
+    let settled = target.settle();
+    let caused: Vec<String> = target
+        .pending()
+        .iter()
+        .filter(|x| x.parent == Some(e.id))
+        .map(|x| x.describe())
+        .collect();
+    let late = target.late_reports();
+    target.stop().expect("the nodes stop");
+    settled.expect("the node settles after reporting on a new connection");
+    assert!(
+        !caused.is_empty(),
+        "{} caused no reported event",
+        e.describe()
+    );
+    assert_eq!(late, 0);
+}
+
 /// ZOOKEEPER-4394 on 3.8.0, as `faults` found it on zab-1txn-crash (path 77): a learner synced
 /// by SNAP with an outstanding proposal gets the proposal's COMMIT after NEWLEADER, and
 /// `Learner.syncWithLeader` throws a NullPointerException that ZooKeeper catches and logs.

@@ -21,6 +21,9 @@ pub mod env {
     pub const SERVER: &str = "FLYMC_SERVER";
     /// The run's token.
     pub const TOKEN: &str = "FLYMC_TOKEN";
+    /// `jdk`: the Java hook talks to flymc through the JDK's HttpClient instead of its own
+    /// blocking client (set only by `flymc bench real`, to measure what that costs).
+    pub const HOOK_HTTP: &str = "FLYMC_HOOK_HTTP";
     /// This node's index, `0..FLYMC_NODES`.
     pub const NODE: &str = "FLYMC_NODE";
     /// How many nodes the cluster has.

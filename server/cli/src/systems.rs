@@ -187,6 +187,7 @@ pub fn options(
         listen,
         snapshots,
         keep_run_dirs: false,
+        hook_jdk_http: false,
     })
 }
 

@@ -52,6 +52,9 @@ pub struct RealOptions {
     /// Keep every run's directory (node data and logs) instead of removing it (`flymc run
     /// --keep-run-dirs`), to look at what the nodes left on disk.
     pub keep_run_dirs: bool,
+    /// Java hooks talk to flymc through the JDK's HttpClient, their transport before their own
+    /// blocking client (`flymc bench real` measures the difference).
+    pub hook_jdk_http: bool,
 }
 
 impl RealOptions {

@@ -70,6 +70,8 @@ pub struct RealConfig {
     /// Regular expressions over node log lines that are findings (`no-error-log`), the
     /// system's; a workload adds `[logs] patterns` (see server/real/src/logscan.rs).
     pub log_patterns: Vec<String>,
+    /// Java hooks use the JDK's HttpClient ([`crate::RealOptions::hook_jdk_http`]).
+    pub hook_jdk_http: bool,
 }
 
 impl RealConfig {
@@ -90,6 +92,7 @@ impl RealConfig {
             notices: false,
             crash_loses_outbound: false,
             log_patterns: Vec::new(),
+            hook_jdk_http: false,
         }
     }
 
@@ -113,8 +116,10 @@ impl RealConfig {
         self
     }
 
-    /// The user's [`crate::RealOptions`] that concern every system alike (the listen address).
-    pub fn options(self, o: &crate::RealOptions) -> RealConfig {
+    /// The user's [`crate::RealOptions`] that concern every system alike (the listen address,
+    /// the Java hook's transport).
+    pub fn options(mut self, o: &crate::RealOptions) -> RealConfig {
+        self.hook_jdk_http = o.hook_jdk_http;
         match o.listen {
             Some(addr) => self.bind(addr),
             None => self,
@@ -248,6 +253,9 @@ impl RealTarget {
             (env::PROTOCOL, PROTOCOL_VERSION.to_string()),
         ] {
             cmd.env.push((k.to_string(), v));
+        }
+        if self.cfg.hook_jdk_http {
+            cmd.env.push((env::HOOK_HTTP.to_string(), "jdk".into()));
         }
         let slot = slot.clone();
         if self.backend.checkpoints().is_some() {

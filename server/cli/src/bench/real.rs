@@ -2,7 +2,8 @@
 //! with each one off, side by side in one run, and a check that every variant explored the same
 //! paths in the same order (a lever may only change the speed).
 //!
-//! The levers: cluster snapshots (`--no-snapshots`) and parallel clusters (`--jobs`). The JVM's
+//! The levers: cluster snapshots (`--no-snapshots`), parallel clusters (`--jobs`) and, for the
+//! Java hook, its own blocking HTTP client (against the JDK's HttpClient). The JVM's
 //! class-data-sharing archive is always on (it is part of `flymc setup zookeeper`).
 
 use std::collections::HashMap;
@@ -47,14 +48,17 @@ pub struct Variant {
     /// Snapshots even where they cost more than re-execution (what the cost model saves).
     pub always: bool,
     pub jobs: usize,
+    /// The Java hook talks over the JDK's HttpClient (its transport before 2026-11-27).
+    pub jdk_http: bool,
 }
 
-fn variants(jobs: usize) -> Vec<Variant> {
+fn variants(jobs: usize, java_hooks: bool) -> Vec<Variant> {
     let v = |name: &str, snapshots, always, jobs| Variant {
         name: name.into(),
         snapshots,
         always,
         jobs,
+        jdk_http: false,
     };
     let mut out = vec![v("all levers", true, false, jobs)];
     if jobs > 1 {
@@ -62,6 +66,13 @@ fn variants(jobs: usize) -> Vec<Variant> {
     }
     out.push(v("--no-snapshots", false, false, jobs));
     out.push(v("snapshots at every branch", true, true, jobs));
+    // Only Java hooks have another transport: for Raft this row would repeat the first.
+    if java_hooks {
+        out.push(Variant {
+            jdk_http: true,
+            ..v("hook over the JDK's HttpClient", true, false, jobs)
+        });
+    }
     out.push(v("none (before)", false, false, 1));
     out
 }
@@ -140,6 +151,7 @@ fn explore_variant(
 ) -> Result<(Outcome, Vec<Vec<EventId>>)> {
     let options = RealOptions {
         snapshots: v.snapshots,
+        hook_jdk_http: v.jdk_http,
         ..RealOptions::default()
     };
     let system = systems::find_with(system_name, &options)?;
@@ -200,7 +212,7 @@ pub fn run(cfg: &RealBenchConfig, folder: &Path, log: &dyn Fn(&str)) -> Result<R
         // with N jobs is deterministic for that N; another N explores in another order).
         let mut all_rate = None;
         let mut first: HashMap<usize, Vec<Vec<EventId>>> = HashMap::new();
-        for v in variants(cfg.jobs) {
+        for v in variants(cfg.jobs, system == "zookeeper") {
             log(&format!("{system}/{workload}: {paths} paths, {}", v.name));
             let (out, ids) = explore_variant(system, workload, &v, paths, folder)?;
             let rate = out.paths as f64 / out.elapsed.as_secs_f64().max(1e-9);
