@@ -312,6 +312,10 @@ public final class Agent {
         "java/util/concurrent/ArrayBlockingQueue", "java/util/concurrent/LinkedBlockingDeque",
         "java/util/concurrent/BlockingDeque", "java/util/concurrent/PriorityBlockingQueue");
 
+    static final java.util.Set<String> EXECUTORS = java.util.Set.of(
+        "java/util/concurrent/ExecutorService", "java/util/concurrent/ThreadPoolExecutor",
+        "java/util/concurrent/ScheduledThreadPoolExecutor", "java/util/concurrent/ScheduledExecutorService");
+
     /** Rewrites one method: configured points first, then every blocking call. */
     static final class Site extends AdviceAdapter {
         final String cls, meth, desc;
@@ -620,6 +624,26 @@ public final class Agent {
                     hook("lawait", "(Ljava/util/concurrent/CountDownLatch;JLjava/util/concurrent/TimeUnit;)Z");
                     return true;
                 }
+            }
+            if (op == INVOKEVIRTUAL && owner.equals("java/nio/channels/Selector")
+                && (desc.equals("()I") || desc.equals("(J)I")) && name.equals("select")) {
+                hook("nselect", "(Ljava/nio/channels/Selector;" + desc.substring(1));
+                return true;
+            }
+            if (op == INVOKEVIRTUAL && owner.equals("java/nio/channels/Selector") && name.equals("wakeup")
+                && desc.equals("()Ljava/nio/channels/Selector;")) {
+                hook("nwakeup", "(Ljava/nio/channels/Selector;)Ljava/nio/channels/Selector;");
+                return true;
+            }
+            if (name.equals("awaitTermination") && desc.equals("(JLjava/util/concurrent/TimeUnit;)Z")
+                && EXECUTORS.contains(owner)) {
+                hook("xawait", "(Ljava/util/concurrent/ExecutorService;JLjava/util/concurrent/TimeUnit;)Z");
+                return true;
+            }
+            if (op == INVOKEVIRTUAL && owner.equals("java/net/ServerSocket") && name.equals("accept")
+                && desc.equals("()Ljava/net/Socket;")) {
+                hook("naccept", "(Ljava/net/ServerSocket;)Ljava/net/Socket;");
+                return true;
             }
             if (op == INVOKEVIRTUAL) {
                 switch (name + desc) {
