@@ -246,3 +246,71 @@ fn without_criu_one_notice_and_paths_re_execute() {
     assert!(stdout.contains("summary: 3 paths"), "{stdout}");
     assert!(!stdout.contains("snapshots:"), "{stdout}");
 }
+
+/// A snapshot whose nodes read a file that has since been replaced (a `flymc setup` rebuilt a
+/// jar or a JVM's class-data archive; here the node program itself) is not restored: CRIU
+/// would hand the restored node the new file's bytes. The path re-executes, with a notice, and
+/// explores what the first one did; a later snapshot of the new file restores again.
+#[test]
+fn a_snapshot_of_nodes_whose_files_were_replaced_is_not_restored() {
+    let bin = tempfile::tempdir().unwrap();
+    let program = bin.path().join("flymc-raft-node");
+    std::fs::copy(
+        support::node_program("flymc-raft-nodes", "flymc-raft-node"),
+        &program,
+    )
+    .unwrap();
+    let sys = RaftSystem::with_program(Flavor::OpenRaft, program.to_str().unwrap().to_string())
+        .options(options(true));
+    let w = Workload::parse(
+        Path::new("le-1.toml"),
+        "version = 1\nsystem = \"raft\"\nnodes = 3\nmax_events = 60\n\
+         [params]\nelection_timers = [0]\nelections = 1\n",
+    )
+    .unwrap();
+    in_own_tmpdir(|| {
+        let mut t = sys.target(&w).unwrap();
+        let mut snaps = Snapshots::new().always(true);
+        let exec = Executor::new(&sys, &w);
+        let mut run = |snaps: &mut Snapshots| {
+            let r = exec
+                .run_snapshots(
+                    t.as_mut(),
+                    &Plan::fifo(Vec::new()),
+                    None,
+                    None,
+                    Some(snaps),
+                    None,
+                )
+                .expect("the path runs");
+            assert!(r.violation.is_none(), "{:?}", r.violation);
+            r.event_ids()
+        };
+        let first = run(&mut snaps);
+        assert_eq!((snaps.stats.taken, snaps.stats.restored), (1, 0));
+        // The same bytes under a new file, as a rebuild by rename leaves it.
+        let fresh = bin.path().join("flymc-raft-node.new");
+        std::fs::copy(&program, &fresh).unwrap();
+        std::fs::rename(&fresh, &program).unwrap();
+        assert_eq!(run(&mut snaps), first, "re-executed, the same path");
+        assert_eq!(
+            (snaps.stats.restored, snaps.stats.fallbacks),
+            (0, 1),
+            "{:?}",
+            snaps.stats
+        );
+        // The stale snapshot is gone; the one the re-execution took restores.
+        assert_eq!(run(&mut snaps), first);
+        assert_eq!(
+            (
+                snaps.stats.taken,
+                snaps.stats.restored,
+                snaps.stats.fallbacks
+            ),
+            (2, 1, 1),
+            "{:?}",
+            snaps.stats
+        );
+        drop(t);
+    });
+}

@@ -15,6 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use super::used::UsedFiles;
 use super::{cache_dir, SnapshotError};
 use crate::cluster::procs;
 use crate::cluster::rundirs::{self, Root};
@@ -31,6 +32,8 @@ pub struct NodeImage {
     dir: PathBuf,
     /// The copied paths, as they were named when dumped; copy `k` is `dir/files/k`.
     copies: Vec<PathBuf>,
+    /// The files the node only read, which a restore needs unchanged.
+    used: UsedFiles,
 }
 
 fn failed<T>(m: impl Into<String>) -> Result<T, SnapshotError> {
@@ -120,6 +123,8 @@ impl Criu {
         let script = dir.join("post-dump.sh");
         fs::write(&script, post_dump_script(copy, &files)).map_err(|e| io_fail(&script, e))?;
         set_mode(&script, 0o755).map_err(|e| io_fail(&script, e))?;
+        // The node rests (flymc dumps quiescent nodes): its files are the ones it will need.
+        let used = UsedFiles::of_tree(pid, copy);
         let mut c = Command::new(&self.bin);
         c.arg("dump")
             .args(["-t", &pid.to_string(), "-D"])
@@ -136,6 +141,7 @@ impl Criu {
         Ok(NodeImage {
             dir: dir.to_path_buf(),
             copies: copy.to_vec(),
+            used,
         })
     }
 
@@ -147,6 +153,11 @@ impl Criu {
         image: &NodeImage,
         on_exit: Box<dyn FnOnce(String) + Send>,
     ) -> Result<u32, SnapshotError> {
+        if let Some(why) = image.used.changed() {
+            return failed(format!(
+                "{why} since the snapshot (did `flymc setup` run?): the restored node would read another file's bytes"
+            ));
+        }
         image.put_back()?;
         // CRIU's log and pidfile: private to this restore (an image may be restored again).
         // In the per-user folder, locked: a flymc killed mid-restore leaves it to the next

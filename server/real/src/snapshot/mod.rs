@@ -4,7 +4,8 @@
 //!
 //! - [`setup`]: `flymc setup criu` builds CRIU from Debian's source into flymc's cache;
 //! - [`criu`]: [`Criu`] finds that binary, checks it, dumps one node and restores one node;
-//! - [`store`]: [`SnapshotStore`], a bounded on-disk store of whole-cluster snapshots.
+//! - [`store`]: [`SnapshotStore`], a bounded on-disk store of whole-cluster snapshots;
+//! - [`used`]: the files a node only reads, checked unchanged before a restore.
 //!
 //! Nodes must run in PID and time namespaces of their own
 //! ([`crate::cluster::local::LocalBackend::namespaces`]). Nothing here knows a system by name.
@@ -12,6 +13,7 @@
 pub mod criu;
 pub mod setup;
 pub mod store;
+pub mod used;
 
 use std::path::PathBuf;
 
