@@ -407,6 +407,8 @@ fn a_client_write_is_acknowledged_and_replicated_then_survives_crashes() {
 
 #[test]
 fn the_docker_image_is_reused_once_built() {
+    // Setup rebuilds the jars and the class-data archive that the other tests' nodes use.
+    let _one = one_cluster();
     let d = tmp();
     let ran = flymc_in(d.path(), &["setup", "zookeeper", "--docker"]);
     assert_eq!(ran.code, 0, "{}", ran.all());
