@@ -159,6 +159,10 @@ public final class Agent {
                     if (TRACE && ms > 50) {
                         Hook.log("event " + id + " took " + ms + " ms; last busy: " + Hook.lastBusySeen);
                     }
+                    if (TRACE) {
+                        Hook.log("quiet checks so far: " + Hook.exactQuiet + " exact, " + Hook.sampledQuiet
+                            + " sampled" + (Hook.inexactBy != null ? " (last because of " + Hook.inexactBy + ")" : ""));
+                    }
                     // Work the integration does once the node rests (e.g. a client's waiting
                     // request, sent when the node serves), part of the same event.
                     while (afterEvent != null && Expr.truth(safe(afterEvent))) {
@@ -652,6 +656,12 @@ public final class Agent {
                     return true;
                 case "wait(J)V":
                     hook("owait", "(Ljava/lang/Object;J)V");
+                    return true;
+                case "join()V":
+                    hook("tjoin", "(Ljava/lang/Object;)V");
+                    return true;
+                case "join(J)V":
+                    hook("tjoin", "(Ljava/lang/Object;J)V");
                     return true;
                 case "notify()V":
                     hook("onotify", "(Ljava/lang/Object;)V");

@@ -24,10 +24,12 @@ import java.util.regex.Pattern;
  * them until flymc enables them. (2) Quiescence: flymc must learn when a node has finished
  * processing an enabled event, in a JVM with dozens of threads. Every blocking call in the
  * instrumented classes (queue take/poll, Object.wait, CountDownLatch.await, sleep, a selector's
- * select, a server socket's accept, a pool's awaitTermination) goes through here, so the hook
- * knows which threads rest and whether what they wait for has arrived; the remaining threads
- * are judged by their state and stack. The node is done when every thread rests and nothing
- * it waits for is available, twice in a row with no hook activity between.
+ * select, a server socket's accept, a pool's awaitTermination, a thread's join) goes through
+ * here, so the hook knows which threads rest and whether what they wait for has arrived; the
+ * remaining threads are judged by their state and stack. The node is done when every thread rests and nothing
+ * it waits for is available: at once when every thread rests in the hook's own waits (their
+ * conditions are read, not guessed from a thread state that lags a wake-up) and nothing
+ * entered or left a wait meanwhile; otherwise twice in a row with no hook activity between.
  */
 public final class Hook {
     static Map<String, Object> config;
@@ -68,7 +70,8 @@ public final class Hook {
 
     // ---------------------------------------------------------------- resting threads
 
-    static final int QUEUE = 0, MONITOR = 1, LATCH = 2, SLEEP = 3, TIMER = 4, GATE = 5, PARK = 6, NET = 7, EXEC = 8;
+    static final int QUEUE = 0, MONITOR = 1, LATCH = 2, SLEEP = 3, TIMER = 4, GATE = 5, PARK = 6, NET = 7, EXEC = 8,
+        JOIN = 9;
 
     static final class Rest {
         final int kind;
@@ -92,6 +95,8 @@ public final class Hook {
             case PARK: return ((Mail) on).ready();
             // Its workers are done: the wait for them ends by itself.
             case EXEC: return ((java.util.concurrent.ExecutorService) on).isTerminated();
+            // The thread it joins has ended: the join returns by itself.
+            case JOIN: return !((Thread) on).isAlive();
             default: return false;
             }
         }
@@ -213,6 +218,61 @@ public final class Hook {
             o.wait(ms);
         } finally {
             leave();
+        }
+    }
+
+    /**
+     * {@code t.join()}: rests until {@code t} has ended. Rewritten whatever the static type (a
+     * {@code QuorumPeer} is a Thread); a {@code join()} of a class that is not a Thread is called
+     * as it was.
+     */
+    public static void tjoin(Object t) throws Throwable {
+        if (!(t instanceof Thread)) {
+            invokeOriginal(t, "join", new Class<?>[0]);
+            return;
+        }
+        enter(JOIN, t);
+        try {
+            ((Thread) t).join();
+        } finally {
+            leave();
+        }
+    }
+
+    public static void tjoin(Object t, long ms) throws Throwable {
+        if (!(t instanceof Thread)) {
+            invokeOriginal(t, "join", new Class<?>[] {long.class}, ms);
+            return;
+        }
+        if (ms > 0 && ms < SHORT_MS) {
+            ((Thread) t).join(ms);
+            return;
+        }
+        enter(JOIN, t);
+        try {
+            ((Thread) t).join(ms);
+        } finally {
+            leave();
+        }
+    }
+
+    private static void invokeOriginal(Object recv, String name, Class<?>[] types, Object... args) throws Throwable {
+        Method m = null;
+        for (Class<?> k = recv.getClass(); k != null && m == null; k = k.getSuperclass()) {
+            try {
+                m = k.getDeclaredMethod(name, types);
+            } catch (NoSuchMethodException e) {
+                // look further up
+            }
+        }
+        if (m == null) {
+            m = recv.getClass().getMethod(name, types);
+        }
+        m.setAccessible(true);
+        try {
+            m.invoke(recv, args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
         }
     }
 
@@ -484,6 +544,11 @@ public final class Hook {
             }
             m.setAccessible(true);
             ORIGINALS.put(p.id, m);
+        }
+        if (recv != null && p.callName.equals("wait") && p.callDesc.equals("(J)V")) {
+            // A timed wait the point lets through (its `when` is false) rests like any other.
+            owait(recv, (Long) args[0]);
+            return null;
         }
         if (recv instanceof BlockingQueue) {
             wakeOn(recv);
@@ -1061,7 +1126,19 @@ public final class Hook {
         return java.util.Arrays.copyOf(all, n);
     }
 
+    /**
+     * Whether the last {@link #busyThread} found the node quiet from the hook's own books alone:
+     * every thread it counts rests in the hook (whose wait conditions it reads directly) or has
+     * ended, none was judged idle by its JVM state or stack. A state lags a wake-up until the
+     * woken thread runs; the hook's rests do not.
+     */
+    static boolean exact;
+    /** The first thread that made the last check sampled (FLYMC_HOOK_TRACE only: a stack walk). */
+    static String inexactBy;
+
     static String busyThread() {
+        exact = true;
+        inexactBy = null;
         for (Thread t : threads()) {
             if (t == Thread.currentThread() || ignored(t)) {
                 continue;
@@ -1071,7 +1148,9 @@ public final class Hook {
             }
             Thread.State st = t.getState();
             if (st == Thread.State.BLOCKED && blockedByRest(t)) {
-                // Woken or not, it goes on only after flymc moves the thread it waits for.
+                // Woken or not, it goes on only after flymc moves the thread it waits for
+                // (judged by its state, which may lag: not exact).
+                exact = false;
                 continue;
             }
             if ((st == Thread.State.WAITING || st == Thread.State.TIMED_WAITING) && t.isInterrupted()) {
@@ -1086,8 +1165,15 @@ public final class Hook {
                 }
                 continue;
             }
-            if (st == Thread.State.WAITING || st == Thread.State.TIMED_WAITING || st == Thread.State.TERMINATED
-                || st == Thread.State.NEW) {
+            if (st == Thread.State.TERMINATED || st == Thread.State.NEW) {
+                continue;
+            }
+            if (exact && Agent.TRACE) {
+                StackTraceElement[] top = t.getStackTrace();
+                inexactBy = t.getName() + " " + st + (top.length > 0 ? " at " + top[0] : "");
+            }
+            exact = false;
+            if (st == Thread.State.WAITING || st == Thread.State.TIMED_WAITING) {
                 continue;
             }
             // Only a running thread's stack is looked at (it may be waiting in the network).
@@ -1168,6 +1254,8 @@ public final class Hook {
         return false;
     }
 
+    /** Quiet checks settled by one exact look, and by two sampled ones (for the diagnostics). */
+    static long exactQuiet, sampledQuiet;
     static volatile String lastBusy;
     static volatile String lastBusySeen;
 
@@ -1185,6 +1273,11 @@ public final class Hook {
                 told = System.nanoTime();
                 log("still busy after " + (told - start) / 1_000_000 + " ms: " + b);
             }
+            if (b == null && exact && gen.get() == g) {
+                // Nothing entered or left a rest while the books were read: no second look.
+                exactQuiet++;
+                return;
+            }
             if (b == null) {
                 synchronized (changed) {
                     if (gen.get() == g) {
@@ -1192,6 +1285,7 @@ public final class Hook {
                     }
                 }
                 if (gen.get() == g && busyThread() == null) {
+                    sampledQuiet++;
                     return;
                 }
             } else {
