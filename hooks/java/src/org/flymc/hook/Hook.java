@@ -395,6 +395,11 @@ public final class Hook {
     static String report(String kind, String name, int to, Object fields, Object payload, String channel,
         Integer peer, Long delayMs) {
         String parent = current;
+        String view = settled;
+        if (view != null && Agent.TRACE) {
+            log("late: " + kind + " " + name + " from " + Thread.currentThread().getName()
+                + " after the node said done; its threads then: " + view);
+        }
         Map<String, Object> e = new LinkedHashMap<>();
         e.put("parent", parent);
         e.put("seq", (long) nextSeq(parent + "|" + kind + "|" + name + "|" + to));
@@ -1000,6 +1005,7 @@ public final class Hook {
         String kind = (String) ev.get("kind");
         String name = (String) ev.get("name");
         current = id;
+        settled = null;
         bump();
         switch (kind) {
         case "message": {
@@ -1136,12 +1142,27 @@ public final class Hook {
     /** The first thread that made the last check sampled (FLYMC_HOOK_TRACE only: a stack walk). */
     static String inexactBy;
 
+    /**
+     * Set when the node is found quiet, until the next order (FLYMC_HOOK_TRACE: what its threads
+     * were doing, for a report that comes after all).
+     */
+    static volatile String settled;
+
+    /** FLYMC_HOOK_TRACE: the threads the last check counted, as it saw them. */
+    static StringBuilder checked;
+
     static String busyThread() {
         exact = true;
         inexactBy = null;
+        checked = Agent.TRACE ? new StringBuilder() : null;
         for (Thread t : threads()) {
             if (t == Thread.currentThread() || ignored(t)) {
                 continue;
+            }
+            if (checked != null) {
+                Rest seen = resting.get(t);
+                checked.append(t.getName()).append(':').append(t.getState())
+                    .append(seen != null ? "/rest" + seen.kind : "").append("; ");
             }
             if (pinned.contains(t)) {
                 return t.getName() + " (reading)";
@@ -1162,6 +1183,18 @@ public final class Hook {
             if (r != null) {
                 if (r.busy()) {
                     return t.getName() + " (woken)";
+                }
+                // Read after its condition: a thread that took what it waited for (a queue's
+                // item, a gate's packet) runs again, and says so in its state before it takes
+                // it, but leaves its rest only after. The network's waits run in native code.
+                if (exact && r.kind != NET) {
+                    Thread.State now = t.getState();
+                    if (now != Thread.State.WAITING && now != Thread.State.TIMED_WAITING) {
+                        exact = false;
+                        if (Agent.TRACE) {
+                            inexactBy = t.getName() + " " + now + " in a rest";
+                        }
+                    }
                 }
                 continue;
             }
@@ -1254,6 +1287,8 @@ public final class Hook {
         return false;
     }
 
+    /** FLYMC_HOOK_QUIET=sampled: never settle on one exact check (for `flymc bench real`). */
+    static final boolean SAMPLED_ONLY = "sampled".equals(System.getenv("FLYMC_HOOK_QUIET"));
     /** Quiet checks settled by one exact look, and by two sampled ones (for the diagnostics). */
     static long exactQuiet, sampledQuiet;
     static volatile String lastBusy;
@@ -1273,9 +1308,10 @@ public final class Hook {
                 told = System.nanoTime();
                 log("still busy after " + (told - start) / 1_000_000 + " ms: " + b);
             }
-            if (b == null && exact && gen.get() == g) {
+            if (b == null && exact && !SAMPLED_ONLY && gen.get() == g) {
                 // Nothing entered or left a rest while the books were read: no second look.
                 exactQuiet++;
+                settled = Agent.TRACE ? checked + " (exact)" : "";
                 return;
             }
             if (b == null) {
@@ -1286,6 +1322,7 @@ public final class Hook {
                 }
                 if (gen.get() == g && busyThread() == null) {
                     sampledQuiet++;
+                    settled = Agent.TRACE ? checked + " (sampled)" : "";
                     return;
                 }
             } else {
