@@ -24,6 +24,9 @@ pub mod env {
     /// `jdk`: the Java hook talks to flymc through the JDK's HttpClient instead of its own
     /// blocking client (set only by `flymc bench real`, to measure what that costs).
     pub const HOOK_HTTP: &str = "FLYMC_HOOK_HTTP";
+    /// `sampled`: the Java hook settles only on two quiet checks in a row, never on one exact
+    /// check (set only by `flymc bench real`, to measure what the exact check saves).
+    pub const HOOK_QUIET: &str = "FLYMC_HOOK_QUIET";
     /// This node's index, `0..FLYMC_NODES`.
     pub const NODE: &str = "FLYMC_NODE";
     /// How many nodes the cluster has.

@@ -188,6 +188,7 @@ pub fn options(
         snapshots,
         keep_run_dirs: false,
         hook_jdk_http: false,
+        hook_sampled_quiet: false,
     })
 }
 

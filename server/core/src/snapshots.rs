@@ -143,12 +143,22 @@ impl Costs {
         }
     }
 
-    /// Does a snapshot at `depth` pay for itself with its first restore?
-    pub fn checkpoint_pays(&self, depth: usize) -> bool {
-        match (self.checkpoint.get(), self.replay_us(depth)) {
-            (Some(c), Some(p)) => c + self.restore.get().unwrap_or(0.0) < p,
-            _ => true,
-        }
+    /// Does a snapshot at `depth` pay for itself over the `uses` restores expected of it? Each
+    /// saves what a run would do without it: restore the deeper kept snapshot `from` (its
+    /// depth) and re-execute the steps from there, or with none, start the cluster and
+    /// re-execute them all instead of restoring.
+    pub fn checkpoint_pays(&self, depth: usize, from: Option<usize>, uses: f64) -> bool {
+        let (Some(c), Some(step), Some(start)) =
+            (self.checkpoint.get(), self.step.get(), self.start.get())
+        else {
+            return true;
+        };
+        let restore = self.restore.get().unwrap_or(0.0);
+        let saved = match from {
+            Some(d0) => depth.saturating_sub(d0) as f64 * step,
+            None => start + depth as f64 * step - restore,
+        };
+        c < uses * saved
     }
 }
 
@@ -215,14 +225,23 @@ impl Snapshots {
         (!self.entries.contains_key(&k)).then_some(k)
     }
 
-    /// [`Snapshots::wanted`], if a snapshot there pays (counted when it does not).
+    /// [`Snapshots::wanted`], if a snapshot there pays (counted when it does not): against
+    /// restoring the deepest snapshot kept above it and re-executing the difference, over as
+    /// many restores as a snapshot has had so far on average.
     pub fn to_take(&mut self, plan: &Plan, ids: &[EventId]) -> Option<u64> {
         let k = self.wanted(plan, ids)?;
-        if self.always || self.costs.checkpoint_pays(ids.len()) {
+        let from = self.deepest(ids).map(|(_, p)| p.depth());
+        if self.always || self.costs.checkpoint_pays(ids.len(), from, self.uses()) {
             return Some(k);
         }
         self.stats.unprofitable += 1;
         None
+    }
+
+    /// Restores per snapshot taken so far, one of each counted before the first (so the
+    /// first snapshots are expected to be used once).
+    fn uses(&self) -> f64 {
+        (self.stats.restored + 1) as f64 / (self.stats.taken + 1) as f64
     }
 
     pub fn insert(&mut self, key: u64, prefix: Prefix) {
@@ -311,7 +330,7 @@ mod tests {
     fn snapshots_are_taken_and_restored_only_where_they_pay() {
         // Nothing measured yet: try.
         let c = Costs::default();
-        assert!(c.checkpoint_pays(0) && c.restore_pays(0));
+        assert!(c.checkpoint_pays(0, None, 1.0) && c.restore_pays(0));
         // Raft node programs as measured: a 16 ms start, 1.5 ms steps, a 128 ms restore and a
         // 240 ms snapshot. Never worth it at the depths of its workloads.
         let mut raft = Costs::default();
@@ -319,7 +338,7 @@ mod tests {
         raft.stepped(1_500);
         raft.restored(128_000);
         raft.checkpointed(240_000);
-        assert!(!raft.restore_pays(40) && !raft.checkpoint_pays(40));
+        assert!(!raft.restore_pays(40) && !raft.checkpoint_pays(40, None, 1.0));
         assert!(
             raft.restore_pays(100),
             "deep enough, a restore beats re-execution"
@@ -330,7 +349,12 @@ mod tests {
         zk.stepped(30_000);
         zk.restored(400_000);
         zk.checkpointed(800_000);
-        assert!(zk.restore_pays(0) && zk.checkpoint_pays(0));
+        assert!(zk.restore_pays(0) && zk.checkpoint_pays(0, None, 1.0));
+        // Below a kept snapshot, one pays for the steps it saves re-executing from there: 0.8 s
+        // is 27 steps of 30 ms, used once; used twice, 14 will do.
+        assert!(!zk.checkpoint_pays(120, Some(100), 1.0));
+        assert!(zk.checkpoint_pays(130, Some(100), 1.0));
+        assert!(zk.checkpoint_pays(115, Some(100), 2.0));
         let mut s = Snapshots::new();
         s.costs = raft;
         let plan = Plan::fifo(vec![EventId(1), EventId(2)]);

@@ -55,6 +55,9 @@ pub struct RealOptions {
     /// Java hooks talk to flymc through the JDK's HttpClient, their transport before their own
     /// blocking client (`flymc bench real` measures the difference).
     pub hook_jdk_http: bool,
+    /// Java hooks always take two quiet checks, as before their exact one (`flymc bench real`
+    /// measures the difference).
+    pub hook_sampled_quiet: bool,
 }
 
 impl RealOptions {

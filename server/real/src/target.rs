@@ -72,6 +72,8 @@ pub struct RealConfig {
     pub log_patterns: Vec<String>,
     /// Java hooks use the JDK's HttpClient ([`crate::RealOptions::hook_jdk_http`]).
     pub hook_jdk_http: bool,
+    /// Java hooks never settle on one exact check ([`crate::RealOptions::hook_sampled_quiet`]).
+    pub hook_sampled_quiet: bool,
 }
 
 impl RealConfig {
@@ -93,6 +95,7 @@ impl RealConfig {
             crash_loses_outbound: false,
             log_patterns: Vec::new(),
             hook_jdk_http: false,
+            hook_sampled_quiet: false,
         }
     }
 
@@ -120,6 +123,7 @@ impl RealConfig {
     /// the Java hook's transport).
     pub fn options(mut self, o: &crate::RealOptions) -> RealConfig {
         self.hook_jdk_http = o.hook_jdk_http;
+        self.hook_sampled_quiet = o.hook_sampled_quiet;
         match o.listen {
             Some(addr) => self.bind(addr),
             None => self,
@@ -256,6 +260,10 @@ impl RealTarget {
         }
         if self.cfg.hook_jdk_http {
             cmd.env.push((env::HOOK_HTTP.to_string(), "jdk".into()));
+        }
+        if self.cfg.hook_sampled_quiet {
+            cmd.env
+                .push((env::HOOK_QUIET.to_string(), "sampled".into()));
         }
         let slot = slot.clone();
         if self.backend.checkpoints().is_some() {

@@ -50,6 +50,8 @@ pub struct Variant {
     pub jobs: usize,
     /// The Java hook talks over the JDK's HttpClient (its transport before 2026-11-27).
     pub jdk_http: bool,
+    /// The Java hook settles on two sampled quiet checks only (before 2026-11-27).
+    pub sampled_quiet: bool,
 }
 
 fn variants(jobs: usize, java_hooks: bool) -> Vec<Variant> {
@@ -59,6 +61,7 @@ fn variants(jobs: usize, java_hooks: bool) -> Vec<Variant> {
         always,
         jobs,
         jdk_http: false,
+        sampled_quiet: false,
     };
     let mut out = vec![v("all levers", true, false, jobs)];
     if jobs > 1 {
@@ -71,6 +74,10 @@ fn variants(jobs: usize, java_hooks: bool) -> Vec<Variant> {
         out.push(Variant {
             jdk_http: true,
             ..v("hook over the JDK's HttpClient", true, false, jobs)
+        });
+        out.push(Variant {
+            sampled_quiet: true,
+            ..v("sampled quiescence only", true, false, jobs)
         });
     }
     out.push(v("none (before)", false, false, 1));
@@ -152,6 +159,7 @@ fn explore_variant(
     let options = RealOptions {
         snapshots: v.snapshots,
         hook_jdk_http: v.jdk_http,
+        hook_sampled_quiet: v.sampled_quiet,
         ..RealOptions::default()
     };
     let system = systems::find_with(system_name, &options)?;
