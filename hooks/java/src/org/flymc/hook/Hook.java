@@ -1198,15 +1198,17 @@ public final class Hook {
                 }
                 continue;
             }
-            if (st == Thread.State.TERMINATED || st == Thread.State.NEW) {
-                continue;
-            }
             if (exact && Agent.TRACE) {
                 StackTraceElement[] top = t.getStackTrace();
                 inexactBy = t.getName() + " " + st + (top.length > 0 ? " at " + top[0] : "");
             }
+            // Not in the hook's books, so not exact. Not even a thread that ended since the
+            // list was taken: it ran during the check, in code the hook does not see (a pool
+            // worker that terminated its pool woke the thread in awaitTermination, read
+            // before as resting).
             exact = false;
-            if (st == Thread.State.WAITING || st == Thread.State.TIMED_WAITING) {
+            if (st == Thread.State.WAITING || st == Thread.State.TIMED_WAITING || st == Thread.State.TERMINATED
+                || st == Thread.State.NEW) {
                 continue;
             }
             // Only a running thread's stack is looked at (it may be waiting in the network).
