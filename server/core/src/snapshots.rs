@@ -144,8 +144,8 @@ impl Costs {
     }
 
     /// Does a snapshot at `depth` pay for itself over the `uses` restores expected of it? Each
-    /// saves what a run would do without it: restore the deeper kept snapshot `from` (its
-    /// depth) and re-execute the steps from there, or with none, start the cluster and
+    /// saves what a run would do without it: restore the kept snapshot above it (`from` steps
+    /// deep) and re-execute the steps from there, or with none, start the cluster and
     /// re-execute them all instead of restoring.
     pub fn checkpoint_pays(&self, depth: usize, from: Option<usize>, uses: f64) -> bool {
         let (Some(c), Some(step), Some(start)) =

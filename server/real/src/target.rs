@@ -299,7 +299,7 @@ impl RealTarget {
                     node,
                     status,
                     restarting: self.reboots[node] > 0 && !ready,
-                    log_tail: log_tail(&self.slots[node].log, 3),
+                    log_tail: exit_tail(&self.slots[node]),
                 },
             })
     }
@@ -661,6 +661,51 @@ fn crash_reports(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     found
 }
 
+/// What a node's end says: the last lines of its log, or when the JVM died on an internal
+/// error (its log ends in the crash banner, which names nothing), what its crash report says
+/// went wrong: the signal or error, and the frame it struck in.
+fn exit_tail(slot: &NodeSlot) -> Vec<String> {
+    let lines = log_tail(&slot.log, 40);
+    // A Java agent whose start failed aborts the JVM with this line and a native stack.
+    if let Some(fatal) = lines
+        .iter()
+        .find(|l| l.contains("FATAL ERROR in native method"))
+    {
+        return vec![fatal.trim().to_string()];
+    }
+    let crashed = lines
+        .iter()
+        .any(|l| l.contains("A fatal error has been detected by the Java Runtime Environment"));
+    let summary = crashed
+        .then(|| crash_reports(&slot.data_dir).pop())
+        .flatten()
+        .and_then(|report| crash_summary(&String::from_utf8_lossy(&std::fs::read(report).ok()?)));
+    match summary {
+        Some(what) => vec![format!("the JVM crashed: {what}")],
+        None => log_tail(&slot.log, 3),
+    }
+}
+
+/// "SIGSEGV (0xb) at pc=...; V [libjvm.so+0x...] SymbolTable::lookup_shared(...)" from an
+/// `hs_err_pid*.log`.
+fn crash_summary(report: &str) -> Option<String> {
+    let lines: Vec<&str> = report.lines().collect();
+    let what = lines.iter().find_map(|l| {
+        let l = l.strip_prefix('#')?.trim();
+        (l.starts_with("SIG") || l.starts_with("Internal Error") || l.starts_with("Out of Memory"))
+            .then(|| l.to_string())
+    })?;
+    let frame = lines
+        .iter()
+        .position(|l| l.starts_with("# Problematic frame:"))
+        .and_then(|i| lines.get(i + 1))
+        .map(|l| l.trim_start_matches('#').trim().to_string());
+    Some(match frame {
+        Some(f) => format!("{what}; {f}"),
+        None => what,
+    })
+}
+
 /// The last `n` non-empty lines of the log file at `path` (none if it cannot be read).
 fn log_tail(path: &std::path::Path, n: usize) -> Vec<String> {
     let text = std::fs::read(path).unwrap_or_default();
@@ -740,6 +785,22 @@ impl Drop for RealTarget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_jvm_crash_is_said_by_its_signal_and_frame() {
+        let report = "#\n# A fatal error has been detected by the Java Runtime Environment:\n#\n\
+            #  SIGSEGV (0xb) at pc=0x00007fc6b084434a, pid=1, tid=13\n#\n\
+            # JRE version: OpenJDK Runtime Environment (17.0.15+6)\n# Problematic frame:\n\
+            # V  [libjvm.so+0xe4434a]  SymbolTable::lookup_shared(char const*, int, unsigned int)+0x25a\n#\n";
+        assert_eq!(
+            crash_summary(report).as_deref(),
+            Some(
+                "SIGSEGV (0xb) at pc=0x00007fc6b084434a, pid=1, tid=13; \
+                 V  [libjvm.so+0xe4434a]  SymbolTable::lookup_shared(char const*, int, unsigned int)+0x25a"
+            )
+        );
+        assert_eq!(crash_summary("# nothing here\n"), None);
+    }
 
     #[test]
     fn a_jvms_crash_report_in_the_data_directory_is_found_and_nothing_else() {
