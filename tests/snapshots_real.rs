@@ -213,6 +213,9 @@ fn a_hang_after_a_restore_is_a_finding_and_leaves_nothing() {
 /// Without a usable CRIU, `flymc run` says so in one notice line and explores as before.
 #[test]
 fn without_criu_one_notice_and_paths_re_execute() {
+    // The flymc it runs inherits TMPDIR: not while another test points it at its own folder
+    // (its run directories would land there, and that test finds them left behind).
+    let _turn = TMPDIR.lock().unwrap_or_else(|p| p.into_inner());
     let raft = support::node_program("flymc-raft-nodes", "flymc-raft-node");
     assert!(Path::new(&raft).is_file());
     let (cache, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
