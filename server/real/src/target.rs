@@ -682,7 +682,7 @@ fn exit_tail(slot: &NodeSlot) -> Vec<String> {
         .and_then(|report| crash_summary(&String::from_utf8_lossy(&std::fs::read(report).ok()?)));
     match summary {
         Some(what) => vec![format!("the JVM crashed: {what}")],
-        None => log_tail(&slot.log, 3),
+        None => lines[lines.len().saturating_sub(3)..].to_vec(),
     }
 }
 

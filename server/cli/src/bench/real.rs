@@ -3,7 +3,8 @@
 //! paths in the same order (a lever may only change the speed).
 //!
 //! The levers: cluster snapshots (`--no-snapshots`), parallel clusters (`--jobs`) and, for the
-//! Java hook, its own blocking HTTP client (against the JDK's HttpClient). The JVM's
+//! Java hook, its own blocking HTTP client (against the JDK's HttpClient) and its exact quiet
+//! check (against sampled checks only). The JVM's
 //! class-data-sharing archive is always on (it is part of `flymc setup zookeeper`).
 
 use std::collections::HashMap;
@@ -69,7 +70,7 @@ fn variants(jobs: usize, java_hooks: bool) -> Vec<Variant> {
     }
     out.push(v("--no-snapshots", false, false, jobs));
     out.push(v("snapshots at every branch", true, true, jobs));
-    // Only Java hooks have another transport: for Raft this row would repeat the first.
+    // Only Java hooks have these levers: for Raft these rows would repeat the first.
     if java_hooks {
         out.push(Variant {
             jdk_http: true,

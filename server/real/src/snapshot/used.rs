@@ -60,14 +60,6 @@ impl UsedFiles {
         UsedFiles(files)
     }
 
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// The first file that is gone or another file now, said in a few words.
     pub fn changed(&self) -> Option<String> {
         self.0

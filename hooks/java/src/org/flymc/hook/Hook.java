@@ -26,8 +26,8 @@ import java.util.regex.Pattern;
  * instrumented classes (queue take/poll, Object.wait, CountDownLatch.await, sleep, a selector's
  * select, a server socket's accept, a pool's awaitTermination, a thread's join) goes through
  * here, so the hook knows which threads rest and whether what they wait for has arrived; the
- * remaining threads are judged by their state and stack. The node is done when every thread rests and nothing
- * it waits for is available: at once when every thread rests in the hook's own waits (their
+ * remaining threads are judged by their state and stack. The node is done when every thread
+ * rests and nothing it waits for is available: at once when every thread rests in the hook's own waits (their
  * conditions are read, not guessed from a thread state that lags a wake-up) and nothing
  * entered or left a wait meanwhile; otherwise twice in a row with no hook activity between.
  */
@@ -257,20 +257,8 @@ public final class Hook {
     }
 
     private static void invokeOriginal(Object recv, String name, Class<?>[] types, Object... args) throws Throwable {
-        Method m = null;
-        for (Class<?> k = recv.getClass(); k != null && m == null; k = k.getSuperclass()) {
-            try {
-                m = k.getDeclaredMethod(name, types);
-            } catch (NoSuchMethodException e) {
-                // look further up
-            }
-        }
-        if (m == null) {
-            m = recv.getClass().getMethod(name, types);
-        }
-        m.setAccessible(true);
         try {
-            m.invoke(recv, args);
+            method(recv.getClass(), name, types).invoke(recv, args);
         } catch (java.lang.reflect.InvocationTargetException e) {
             throw e.getCause();
         }
@@ -396,7 +384,7 @@ public final class Hook {
         Integer peer, Long delayMs) {
         String parent = current;
         String view = settled;
-        if (view != null && Agent.TRACE) {
+        if (view != null) {
             log("late: " + kind + " " + name + " from " + Thread.currentThread().getName()
                 + " after the node said done; its threads then: " + view);
         }
@@ -527,7 +515,29 @@ public final class Hook {
         return env;
     }
 
+    /** Method `name(types)` of `owner` or a superclass, whatever its access, made callable. */
+    private static Method method(Class<?> owner, String name, Class<?>[] types) throws NoSuchMethodException {
+        Method m = null;
+        for (Class<?> k = owner; k != null && m == null; k = k.getSuperclass()) {
+            try {
+                m = k.getDeclaredMethod(name, types);
+            } catch (NoSuchMethodException e) {
+                // look further up
+            }
+        }
+        if (m == null) {
+            m = owner.getMethod(name, types);
+        }
+        m.setAccessible(true);
+        return m;
+    }
+
     static Object original(Point p, Object recv, Object[] args) throws Throwable {
+        if (recv != null && p.callName.equals("wait") && p.callDesc.equals("(J)V")) {
+            // A timed wait the point lets through (its `when` is false) rests like any other.
+            owait(recv, (Long) args[0]);
+            return null;
+        }
         Method m = ORIGINALS.get(p.id);
         if (m == null) {
             Class<?> owner = p.callOwner.equals("*") && recv != null ? recv.getClass()
@@ -537,23 +547,8 @@ public final class Hook {
             for (int i = 0; i < at.length; i++) {
                 pt[i] = classOf(at[i], loader(recv));
             }
-            for (Class<?> k = owner; k != null && m == null; k = k.getSuperclass()) {
-                try {
-                    m = k.getDeclaredMethod(p.callName, pt);
-                } catch (NoSuchMethodException e) {
-                    // look further up
-                }
-            }
-            if (m == null) {
-                m = owner.getMethod(p.callName, pt);
-            }
-            m.setAccessible(true);
+            m = method(owner, p.callName, pt);
             ORIGINALS.put(p.id, m);
-        }
-        if (recv != null && p.callName.equals("wait") && p.callDesc.equals("(J)V")) {
-            // A timed wait the point lets through (its `when` is false) rests like any other.
-            owait(recv, (Long) args[0]);
-            return null;
         }
         if (recv instanceof BlockingQueue) {
             wakeOn(recv);
@@ -1143,8 +1138,8 @@ public final class Hook {
     static String inexactBy;
 
     /**
-     * Set when the node is found quiet, until the next order (FLYMC_HOOK_TRACE: what its threads
-     * were doing, for a report that comes after all).
+     * FLYMC_HOOK_TRACE: what the node's threads were doing when it was last found quiet, until
+     * the next order (for a report that comes after all).
      */
     static volatile String settled;
 
@@ -1313,7 +1308,9 @@ public final class Hook {
             if (b == null && exact && !SAMPLED_ONLY && gen.get() == g) {
                 // Nothing entered or left a rest while the books were read: no second look.
                 exactQuiet++;
-                settled = Agent.TRACE ? checked + " (exact)" : "";
+                if (Agent.TRACE) {
+                    settled = checked + " (exact)";
+                }
                 return;
             }
             if (b == null) {
@@ -1324,7 +1321,9 @@ public final class Hook {
                 }
                 if (gen.get() == g && busyThread() == null) {
                     sampledQuiet++;
-                    settled = Agent.TRACE ? checked + " (sampled)" : "";
+                    if (Agent.TRACE) {
+                        settled = checked + " (sampled)";
+                    }
                     return;
                 }
             } else {
