@@ -9,6 +9,10 @@ use std::process::Command;
 /// The agent's sources, by file name (package `org.flymc.hook`).
 pub const SOURCES: &[(&str, &str)] = &[
     ("Agent.java", include_str!("src/org/flymc/hook/Agent.java")),
+    (
+        "Backlog.java",
+        include_str!("src/org/flymc/hook/Backlog.java"),
+    ),
     ("Expr.java", include_str!("src/org/flymc/hook/Expr.java")),
     ("Hook.java", include_str!("src/org/flymc/hook/Hook.java")),
     ("Json.java", include_str!("src/org/flymc/hook/Json.java")),

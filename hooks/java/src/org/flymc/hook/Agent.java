@@ -64,6 +64,7 @@ public final class Agent {
         for (Object o : (List<Object>) cfg.getOrDefault("skip", new ArrayList<>())) {
             skip.add(Point.slash(o.toString()));
         }
+        Backlog.init(inst);
         inst.addTransformer(new Rewriter(prefixes, skip), false);
 
         Map<String, Object> reg = new LinkedHashMap<>();

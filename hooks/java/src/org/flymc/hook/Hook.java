@@ -97,6 +97,8 @@ public final class Hook {
             case EXEC: return ((java.util.concurrent.ExecutorService) on).isTerminated();
             // The thread it joins has ended: the join returns by itself.
             case JOIN: return !((Thread) on).isAlive();
+            // A listener's queued connection: its thread takes it next.
+            case NET: return on instanceof java.io.FileDescriptor && Backlog.queued((java.io.FileDescriptor) on);
             default: return false;
             }
         }
@@ -353,6 +355,19 @@ public final class Hook {
     }
 
     public static java.net.Socket naccept(java.net.ServerSocket s) throws java.io.IOException {
+        java.io.FileDescriptor fd = s.isBound() && s.getSoTimeout() == 0 ? Backlog.fd(s) : null;
+        if (fd != null) {
+            // Waits for a queued connection inside the rest and takes it outside (Backlog).
+            enter(NET, fd);
+            try {
+                while (!s.isClosed() && !Backlog.await(fd, 100)) {
+                    // A close does not wake a poll: look again.
+                }
+            } finally {
+                leave();
+            }
+            return s.accept();
+        }
         enter(NET, s);
         try {
             return s.accept();
@@ -1208,7 +1223,7 @@ public final class Hook {
             }
             // Only a running thread's stack is looked at (it may be waiting in the network).
             StackTraceElement[] s = st == Thread.State.RUNNABLE ? t.getStackTrace() : new StackTraceElement[0];
-            if (st == Thread.State.RUNNABLE && idle(s)) {
+            if (st == Thread.State.RUNNABLE && idle(s) && (s.length > 0 || jvmOwn(t))) {
                 continue;
             }
             return t.getName() + " " + st + (s.length > 0 ? " at " + s[0] : "");
@@ -1246,6 +1261,16 @@ public final class Hook {
             }
         }
         return false;
+    }
+
+    /**
+     * A running thread with no Java frame is either the JVM's own (the signal dispatcher, in the
+     * system group) or one just started that has not run yet: that one is about to work (a
+     * leader's new sender thread writes NEWLEADER, a new LearnerHandler reads its learner).
+     */
+    private static boolean jvmOwn(Thread t) {
+        ThreadGroup g = t.getThreadGroup();
+        return g != null && g.getParent() == null;
     }
 
     private static boolean idle(StackTraceElement[] s) {

@@ -1,0 +1,91 @@
+package org.flymc.hook;
+
+import java.io.FileDescriptor;
+import java.lang.instrument.Instrumentation;
+import java.lang.reflect.Field;
+import java.lang.reflect.Method;
+import java.net.ServerSocket;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Whether the kernel holds a connection a listening socket has not accepted yet.
+ *
+ * <p>A thread blocked in {@code accept} waits for the network, so the hook counts it as resting
+ * without asking its state. But a peer's {@code connect} returns once the kernel has queued the
+ * connection, before the accepting thread runs: a node checked in between looked quiet, then
+ * accepted and reported its new connection's events after it had said done. With this the hook
+ * waits for a connection inside its rest and leaves the rest before taking it, so a queued
+ * connection is always either in the backlog (seen here) or taken by a thread that is busy.
+ */
+final class Backlog {
+    private Backlog() {}
+
+    private static Field impl;
+    private static Method fileDescriptor;
+    private static Method poll;
+    private static short pollin;
+
+    /**
+     * Opens what it reads in java.base to the hook (without an agent, `--add-opens` must have);
+     * when that fails, accepts rest as before.
+     */
+    static void init(Instrumentation inst) {
+        try {
+            if (inst != null) {
+                Module hook = Backlog.class.getModule();
+                inst.redefineModule(Object.class.getModule(), Set.of(), Map.of(),
+                    Map.of("java.net", Set.of(hook), "sun.nio.ch", Set.of(hook)), Set.of(), Map.of());
+            }
+            impl = ServerSocket.class.getDeclaredField("impl");
+            impl.setAccessible(true);
+            fileDescriptor = java.net.SocketImpl.class.getDeclaredMethod("getFileDescriptor");
+            fileDescriptor.setAccessible(true);
+            Class<?> net = Class.forName("sun.nio.ch.Net");
+            poll = net.getDeclaredMethod("poll", FileDescriptor.class, int.class, long.class);
+            poll.setAccessible(true);
+            Field in = net.getDeclaredField("POLLIN");
+            in.setAccessible(true);
+            pollin = in.getShort(null);
+        } catch (Throwable e) {
+            Hook.log("accepts rest without a backlog check: " + e);
+            poll = null;
+        }
+    }
+
+    /** The socket's descriptor, or null when it cannot be read (then accept as before). */
+    static FileDescriptor fd(ServerSocket s) {
+        if (poll == null || s.getClass() != ServerSocket.class) {
+            return null;
+        }
+        try {
+            return (FileDescriptor) fileDescriptor.invoke(impl.get(s));
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** Whether a connection waits now (an error counts: the waiting thread wakes to it). */
+    static boolean queued(FileDescriptor fd) {
+        try {
+            return await(fd, 0);
+        } catch (java.io.IOException | RuntimeException e) {
+            return true;
+        }
+    }
+
+    /** Waits up to {@code ms} for a connection to wait in the backlog; true once one does. */
+    static boolean await(FileDescriptor fd, long ms) throws java.io.IOException {
+        try {
+            return (int) poll.invoke(null, fd, (int) pollin, ms) > 0;
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            Throwable c = e.getCause();
+            if (c instanceof java.io.IOException) {
+                throw (java.io.IOException) c;
+            }
+            throw new IllegalStateException(c);
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+package org.flymc.hook;
+
+import java.io.FileDescriptor;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The quiet check against the kernel's accept queue, in a plain JVM (no agent, no flymc): run by
+ * hooks/java/tests/quiet.rs. Exits 1 with one line per broken expectation.
+ */
+public final class QuietProbe {
+    private QuietProbe() {}
+
+    private static int failed;
+
+    private static void expect(boolean ok, String what) {
+        if (!ok) {
+            System.out.println("FAILED: " + what);
+            failed++;
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Backlog.init(null);
+        // Only the probe's own threads count (a system's hooks.toml names the JVM's to ignore).
+        Hook.ignoreThreads.add(java.util.regex.Pattern.compile("^(?!stalled-acceptor$|acceptor$)"));
+        try (ServerSocket ss = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            FileDescriptor fd = Backlog.fd(ss);
+            expect(fd != null, "the listener's descriptor is readable");
+            // A thread in an accept's rest that the scheduler has not run since a peer
+            // connected: in the hook's books it rests, while the kernel holds a connection for it.
+            CountDownLatch in = new CountDownLatch(1);
+            Thread stalled = new Thread(() -> {
+                Hook.enter(Hook.NET, fd);
+                in.countDown();
+                LockSupport.park();
+            }, "stalled-acceptor");
+            stalled.setDaemon(true);
+            stalled.start();
+            in.await();
+            while (stalled.getState() != Thread.State.WAITING) {
+                Thread.onSpinWait();
+            }
+            String before = Hook.busyThread();
+            expect(before == null, "a listener with nothing queued rests (busy: " + before + ")");
+            try (Socket peer = new Socket(ss.getInetAddress(), ss.getLocalPort())) {
+                String b = Hook.busyThread();
+                expect(b != null && b.startsWith("stalled-acceptor"),
+                    "a queued connection keeps its acceptor busy (busy: " + b + ")");
+            }
+            Hook.resting.remove(stalled);
+            // The real accept: waits in the rest, takes the connection outside it.
+            AtomicReference<Object> got = new AtomicReference<>();
+            Thread acceptor = new Thread(() -> {
+                try {
+                    got.set(Hook.naccept(ss));
+                } catch (Exception e) {
+                    got.set(e);
+                }
+            }, "acceptor");
+            acceptor.start();
+            try (Socket peer = new Socket(ss.getInetAddress(), ss.getLocalPort())) {
+                acceptor.join();
+                expect(got.get() instanceof Socket, "naccept returns the connection (got " + got.get() + ")");
+                expect(!Hook.resting.containsKey(acceptor), "the acceptor left its rest");
+                if (got.get() instanceof Socket) {
+                    ((Socket) got.get()).close();
+                }
+            }
+        }
+        if (failed > 0) {
+            System.exit(1);
+        }
+        System.out.println("ok");
+    }
+}
