@@ -146,6 +146,7 @@ struct BenchArgs {
     seeds: u64,
     /// Explorations run side by side (default: the number of cores); each explores its paths
     /// one at a time (unlike `flymc run --jobs`, which runs one exploration's paths side by side).
+    /// `bench real`: clusters side by side in its all-levers row (default 1, as `flymc run`).
     #[arg(long)]
     jobs: Option<usize>,
     /// Only these workloads (comma-separated names).
@@ -872,7 +873,7 @@ fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
         let cfg = flymc::bench::real::RealBenchConfig {
             zookeeper_paths: args.zookeeper_paths,
             raft_paths: args.raft_paths,
-            jobs: args.jobs.unwrap_or(2),
+            jobs: args.jobs.unwrap_or(1),
             only: args.only,
             out: args.out,
         };
