@@ -72,6 +72,25 @@ public final class QuietProbe {
                 }
             }
         }
+        // A close from another thread ends the wait at once, as it ends a plain accept.
+        ServerSocket closing = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        AtomicReference<Object> ended = new AtomicReference<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                ended.set(Hook.naccept(closing));
+            } catch (Exception e) {
+                ended.set(e);
+            }
+        }, "acceptor");
+        waiter.start();
+        while (!Hook.resting.containsKey(waiter) && waiter.isAlive()) {
+            Thread.onSpinWait();
+        }
+        closing.close();
+        waiter.join(10_000);
+        expect(!waiter.isAlive(), "a close wakes the acceptor (still waiting after 10 s)");
+        expect(ended.get() instanceof java.net.SocketException,
+            "the acceptor gets the close's SocketException (got " + ended.get() + ")");
         if (failed > 0) {
             System.exit(1);
         }

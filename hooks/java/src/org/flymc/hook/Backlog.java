@@ -23,6 +23,10 @@ final class Backlog {
 
     private static Field impl;
     private static Method fileDescriptor;
+    // NioSocketImpl's own bracket around an accept: it names the waiting thread, so a close
+    // from another thread signals it out of its poll (a plain close does not wake a poll).
+    private static Method beginAccept;
+    private static Method endAccept;
     private static Method poll;
     private static short pollin;
 
@@ -41,6 +45,11 @@ final class Backlog {
             impl.setAccessible(true);
             fileDescriptor = java.net.SocketImpl.class.getDeclaredMethod("getFileDescriptor");
             fileDescriptor.setAccessible(true);
+            Class<?> nio = Class.forName("sun.nio.ch.NioSocketImpl");
+            beginAccept = nio.getDeclaredMethod("beginAccept");
+            beginAccept.setAccessible(true);
+            endAccept = nio.getDeclaredMethod("endAccept", boolean.class);
+            endAccept.setAccessible(true);
             Class<?> net = Class.forName("sun.nio.ch.Net");
             poll = net.getDeclaredMethod("poll", FileDescriptor.class, int.class, long.class);
             poll.setAccessible(true);
@@ -55,14 +64,65 @@ final class Backlog {
 
     /** The socket's descriptor, or null when it cannot be read (then accept as before). */
     static FileDescriptor fd(ServerSocket s) {
+        Object i = impl(s);
+        try {
+            return i == null ? null : (FileDescriptor) fileDescriptor.invoke(i);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** The JDK's socket behind {@code s} when it is the platform's (NioSocketImpl), else null. */
+    static Object impl(ServerSocket s) {
         if (poll == null || s.getClass() != ServerSocket.class) {
             return null;
         }
         try {
-            return (FileDescriptor) fileDescriptor.invoke(impl.get(s));
+            Object i = impl.get(s);
+            return i != null && i.getClass() == beginAccept.getDeclaringClass() ? i : null;
         } catch (ReflectiveOperationException | RuntimeException e) {
             return null;
         }
+    }
+
+    /**
+     * Waits until a connection is queued on {@code s} or {@code s} is closed, as the calling
+     * thread's accept would (a close signals it), without taking the connection.
+     */
+    static void awaitConnection(ServerSocket s, Object i, FileDescriptor fd) throws java.io.IOException {
+        try {
+            beginAccept.invoke(i);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw rethrown(e); // closed or not bound: the same exception accept throws
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+        }
+        try {
+            // 0: a signal (the close's, or another) woke the poll: look again.
+            while (!s.isClosed() && !await(fd, -1)) {
+                Thread.onSpinWait();
+            }
+        } finally {
+            try {
+                // Finishes a close that came meanwhile (the last thread in closes the fd).
+                endAccept.invoke(i, true);
+            } catch (java.lang.reflect.InvocationTargetException e) {
+                throw rethrown(e);
+            } catch (IllegalAccessException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+    }
+
+    private static java.io.IOException rethrown(java.lang.reflect.InvocationTargetException e) {
+        Throwable c = e.getCause();
+        if (c instanceof java.io.IOException) {
+            return (java.io.IOException) c;
+        }
+        if (c instanceof RuntimeException) {
+            throw (RuntimeException) c;
+        }
+        throw new IllegalStateException(c);
     }
 
     /** Whether a connection waits now (an error counts: the waiting thread wakes to it). */
@@ -79,11 +139,7 @@ final class Backlog {
         try {
             return (int) poll.invoke(null, fd, (int) pollin, ms) > 0;
         } catch (java.lang.reflect.InvocationTargetException e) {
-            Throwable c = e.getCause();
-            if (c instanceof java.io.IOException) {
-                throw (java.io.IOException) c;
-            }
-            throw new IllegalStateException(c);
+            throw rethrown(e);
         } catch (IllegalAccessException e) {
             throw new IllegalStateException(e);
         }

@@ -355,14 +355,13 @@ public final class Hook {
     }
 
     public static java.net.Socket naccept(java.net.ServerSocket s) throws java.io.IOException {
-        java.io.FileDescriptor fd = s.isBound() && s.getSoTimeout() == 0 ? Backlog.fd(s) : null;
+        Object impl = s.isBound() && s.getSoTimeout() == 0 ? Backlog.impl(s) : null;
+        java.io.FileDescriptor fd = impl != null ? Backlog.fd(s) : null;
         if (fd != null) {
             // Waits for a queued connection inside the rest and takes it outside (Backlog).
             enter(NET, fd);
             try {
-                while (!s.isClosed() && !Backlog.await(fd, 100)) {
-                    // A close does not wake a poll: look again.
-                }
+                Backlog.awaitConnection(s, impl, fd);
             } finally {
                 leave();
             }
