@@ -154,13 +154,16 @@ fn per_path(out: &Outcome) -> PerPath {
 }
 
 /// Explore `paths` paths of `workload` on `system` with one variant's levers.
+/// A path's events: ids (what "same paths" compares) and descriptions (to say where they part).
+type Walk = Vec<(EventId, String)>;
+
 fn explore_variant(
     system_name: &str,
     workload: &str,
     v: &Variant,
     paths: u64,
     folder: &Path,
-) -> Result<(Outcome, Vec<Vec<EventId>>)> {
+) -> Result<(Outcome, Vec<Walk>)> {
     let options = RealOptions {
         snapshots: v.snapshots,
         hook_jdk_http: v.jdk_http,
@@ -198,7 +201,7 @@ fn explore_variant(
         strat.as_mut(),
         &cfg,
         &mut |_| {},
-        &mut |run| ids.push(run.event_ids()),
+        &mut |run| ids.push(run.events().map(|e| (e.id, e.describe())).collect()),
     )
     .with_context(|| format!("{system_name}/{workload} ({})", v.name))?;
     Ok((out, ids))
@@ -224,13 +227,15 @@ pub fn run(cfg: &RealBenchConfig, folder: &Path, log: &dyn Fn(&str)) -> Result<R
         // The all-levers rate, and per job count the paths its first variant explored (a run
         // with N jobs is deterministic for that N; another N explores in another order).
         let mut all_rate = None;
-        let mut first: HashMap<usize, Vec<Vec<EventId>>> = HashMap::new();
+        let mut first: HashMap<usize, Vec<Walk>> = HashMap::new();
         for v in variants(cfg.jobs, system == "zookeeper") {
             log(&format!("{system}/{workload}: {paths} paths, {}", v.name));
             let (out, ids) = explore_variant(system, workload, &v, paths, folder)?;
             let rate = out.paths as f64 / out.elapsed.as_secs_f64().max(1e-9);
             let base_rate = *all_rate.get_or_insert(rate);
-            let same = first.get(&v.jobs).is_none_or(|base| *base == ids);
+            let same = first
+                .get(&v.jobs)
+                .is_none_or(|base| first_difference(base, &ids).is_none());
             if let Some(d) = first
                 .get(&v.jobs)
                 .and_then(|base| first_difference(base, &ids))
@@ -267,18 +272,30 @@ pub fn run(cfg: &RealBenchConfig, folder: &Path, log: &dyn Fn(&str)) -> Result<R
     })
 }
 
-/// Where two explorations' paths part: `path N step S` (1-based path numbers).
-fn first_difference(a: &[Vec<EventId>], b: &[Vec<EventId>]) -> Option<String> {
-    let n = a.iter().zip(b).position(|(x, y)| x != y);
+/// Where two explorations' paths part: `path N step S` (1-based path numbers), with the two
+/// events taken there.
+fn first_difference(a: &[Walk], b: &[Walk]) -> Option<String> {
+    let same = |x: &Walk, y: &Walk| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.0 == q.0);
+    let n = a.iter().zip(b).position(|(x, y)| !same(x, y));
     match n {
         Some(n) => {
-            let step = a[n].iter().zip(&b[n]).position(|(x, y)| x != y);
+            let step = a[n]
+                .iter()
+                .zip(&b[n])
+                .position(|(x, y)| x.0 != y.0)
+                .unwrap_or(a[n].len().min(b[n].len()));
+            let at = |w: &Walk| {
+                w.get(step)
+                    .map_or("(the path ended)".to_string(), |e| e.1.clone())
+            };
             Some(format!(
-                "path {} step {} ({} against {} steps)",
+                "path {} step {} ({} against {} steps): {} against {}",
                 n + 1,
-                step.unwrap_or(a[n].len().min(b[n].len())),
+                step,
                 a[n].len(),
-                b[n].len()
+                b[n].len(),
+                at(&a[n]),
+                at(&b[n])
             ))
         }
         None if a.len() != b.len() => Some(format!("path {}", a.len().min(b.len()) + 1)),
@@ -334,4 +351,38 @@ pub fn write(report: &RealReport, out: &Path) -> Result<PathBuf> {
     std::fs::write(&json, serde_json::to_string_pretty(report)? + "\n")
         .with_context(|| format!("cannot write {}", json.display()))?;
     Ok(json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walk(ids: &[(u64, &str)]) -> Walk {
+        ids.iter()
+            .map(|&(i, d)| (EventId(i), d.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn where_two_explorations_part_names_the_path_the_step_and_both_events() {
+        let a = vec![
+            walk(&[(1, "start")]),
+            walk(&[(1, "start"), (2, "ACK n0->n2")]),
+        ];
+        let b = vec![
+            walk(&[(1, "start")]),
+            walk(&[(1, "start"), (3, "crash n0")]),
+        ];
+        assert_eq!(first_difference(&a, &a), None);
+        assert_eq!(
+            first_difference(&a, &b).as_deref(),
+            Some("path 2 step 1 (2 against 2 steps): ACK n0->n2 against crash n0")
+        );
+        let shorter = vec![walk(&[(1, "start")]), walk(&[(1, "start")])];
+        assert_eq!(
+            first_difference(&a, &shorter).as_deref(),
+            Some("path 2 step 1 (2 against 1 steps): ACK n0->n2 against (the path ended)")
+        );
+        assert_eq!(first_difference(&a, &a[..1]).as_deref(), Some("path 2"));
+    }
 }
