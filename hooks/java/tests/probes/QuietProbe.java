@@ -24,6 +24,19 @@ public final class QuietProbe {
         }
     }
 
+    /** A started thread accepting on {@code s} through the hook; its socket or error goes to {@code into}. */
+    private static Thread acceptor(ServerSocket s, AtomicReference<Object> into) {
+        Thread t = new Thread(() -> {
+            try {
+                into.set(Hook.naccept(s));
+            } catch (Exception e) {
+                into.set(e);
+            }
+        }, "acceptor");
+        t.start();
+        return t;
+    }
+
     public static void main(String[] args) throws Exception {
         Backlog.init(null);
         // Only the probe's own threads count (a system's hooks.toml names the JVM's to ignore).
@@ -55,14 +68,7 @@ public final class QuietProbe {
             Hook.resting.remove(stalled);
             // The real accept: waits in the rest, takes the connection outside it.
             AtomicReference<Object> got = new AtomicReference<>();
-            Thread acceptor = new Thread(() -> {
-                try {
-                    got.set(Hook.naccept(ss));
-                } catch (Exception e) {
-                    got.set(e);
-                }
-            }, "acceptor");
-            acceptor.start();
+            Thread acceptor = acceptor(ss, got);
             try (Socket peer = new Socket(ss.getInetAddress(), ss.getLocalPort())) {
                 acceptor.join();
                 expect(got.get() instanceof Socket, "naccept returns the connection (got " + got.get() + ")");
@@ -75,14 +81,7 @@ public final class QuietProbe {
         // A close from another thread ends the wait at once, as it ends a plain accept.
         ServerSocket closing = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
         AtomicReference<Object> ended = new AtomicReference<>();
-        Thread waiter = new Thread(() -> {
-            try {
-                ended.set(Hook.naccept(closing));
-            } catch (Exception e) {
-                ended.set(e);
-            }
-        }, "acceptor");
-        waiter.start();
+        Thread waiter = acceptor(closing, ended);
         while (!Hook.resting.containsKey(waiter) && waiter.isAlive()) {
             Thread.onSpinWait();
         }
