@@ -42,7 +42,8 @@ public final class QuietProbe {
         // Only the probe's own threads count (a system's hooks.toml names the JVM's to ignore).
         Hook.ignoreThreads.add(java.util.regex.Pattern.compile("^(?!stalled-acceptor$|acceptor$)"));
         try (ServerSocket ss = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
-            FileDescriptor fd = Backlog.fd(ss);
+            Object impl = Backlog.impl(ss);
+            FileDescriptor fd = impl != null ? Backlog.fd(impl) : null;
             expect(fd != null, "the listener's descriptor is readable");
             // A thread in an accept's rest that the scheduler has not run since a peer
             // connected: in the hook's books it rests, while the kernel holds a connection for it.

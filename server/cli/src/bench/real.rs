@@ -233,13 +233,11 @@ pub fn run(cfg: &RealBenchConfig, folder: &Path, log: &dyn Fn(&str)) -> Result<R
             let (out, ids) = explore_variant(system, workload, &v, paths, folder)?;
             let rate = out.paths as f64 / out.elapsed.as_secs_f64().max(1e-9);
             let base_rate = *all_rate.get_or_insert(rate);
-            let same = first
+            let parted = first
                 .get(&v.jobs)
-                .is_none_or(|base| first_difference(base, &ids).is_none());
-            if let Some(d) = first
-                .get(&v.jobs)
-                .and_then(|base| first_difference(base, &ids))
-            {
+                .and_then(|base| first_difference(base, &ids));
+            let same = parted.is_none();
+            if let Some(d) = parted {
                 log(&format!("  other paths from {d}"));
             }
             log(&format!(

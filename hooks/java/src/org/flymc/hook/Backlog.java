@@ -62,11 +62,10 @@ final class Backlog {
         }
     }
 
-    /** The socket's descriptor, or null when it cannot be read (then accept as before). */
-    static FileDescriptor fd(ServerSocket s) {
-        Object i = impl(s);
+    /** The descriptor of {@link #impl}'s socket, or null when it cannot be read (then accept as before). */
+    static FileDescriptor fd(Object impl) {
         try {
-            return i == null ? null : (FileDescriptor) fileDescriptor.invoke(i);
+            return (FileDescriptor) fileDescriptor.invoke(impl);
         } catch (ReflectiveOperationException | RuntimeException e) {
             return null;
         }
@@ -90,39 +89,34 @@ final class Backlog {
      * thread's accept would (a close signals it), without taking the connection.
      */
     static void awaitConnection(ServerSocket s, Object i, FileDescriptor fd) throws java.io.IOException {
-        try {
-            beginAccept.invoke(i);
-        } catch (java.lang.reflect.InvocationTargetException e) {
-            throw rethrown(e); // closed or not bound: the same exception accept throws
-        } catch (IllegalAccessException e) {
-            throw new IllegalStateException(e);
-        }
+        call(beginAccept, i); // closed or not bound: the same exception accept throws
         try {
             // 0: a signal (the close's, or another) woke the poll: look again.
             while (!s.isClosed() && !await(fd, -1)) {
                 Thread.onSpinWait();
             }
         } finally {
-            try {
-                // Finishes a close that came meanwhile (the last thread in closes the fd).
-                endAccept.invoke(i, true);
-            } catch (java.lang.reflect.InvocationTargetException e) {
-                throw rethrown(e);
-            } catch (IllegalAccessException e) {
-                throw new IllegalStateException(e);
-            }
+            // Finishes a close that came meanwhile (the last thread in closes the fd).
+            call(endAccept, i, true);
         }
     }
 
-    private static java.io.IOException rethrown(java.lang.reflect.InvocationTargetException e) {
-        Throwable c = e.getCause();
-        if (c instanceof java.io.IOException) {
-            return (java.io.IOException) c;
+    /** {@code m} on {@code recv}, throwing what it throws (an I/O error as itself). */
+    private static Object call(Method m, Object recv, Object... args) throws java.io.IOException {
+        try {
+            return m.invoke(recv, args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            Throwable c = e.getCause();
+            if (c instanceof java.io.IOException) {
+                throw (java.io.IOException) c;
+            }
+            if (c instanceof RuntimeException) {
+                throw (RuntimeException) c;
+            }
+            throw new IllegalStateException(c);
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
         }
-        if (c instanceof RuntimeException) {
-            throw (RuntimeException) c;
-        }
-        throw new IllegalStateException(c);
     }
 
     /** Whether a connection waits now (an error counts: the waiting thread wakes to it). */
@@ -136,12 +130,6 @@ final class Backlog {
 
     /** Waits up to {@code ms} for a connection to wait in the backlog; true once one does. */
     static boolean await(FileDescriptor fd, long ms) throws java.io.IOException {
-        try {
-            return (int) poll.invoke(null, fd, (int) pollin, ms) > 0;
-        } catch (java.lang.reflect.InvocationTargetException e) {
-            throw rethrown(e);
-        } catch (IllegalAccessException e) {
-            throw new IllegalStateException(e);
-        }
+        return (int) call(poll, null, fd, (int) pollin, ms) > 0;
     }
 }

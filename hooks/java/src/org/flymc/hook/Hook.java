@@ -356,7 +356,7 @@ public final class Hook {
 
     public static java.net.Socket naccept(java.net.ServerSocket s) throws java.io.IOException {
         Object impl = s.isBound() && s.getSoTimeout() == 0 ? Backlog.impl(s) : null;
-        java.io.FileDescriptor fd = impl != null ? Backlog.fd(s) : null;
+        java.io.FileDescriptor fd = impl != null ? Backlog.fd(impl) : null;
         if (fd != null) {
             // Waits for a queued connection inside the rest and takes it outside (Backlog).
             enter(NET, fd);
