@@ -40,6 +40,10 @@ fn run_tests(args: &[String]) {
             "a_node_started_in_namespaces_is_killed_and_reported_like_any",
             a_node_started_in_namespaces_is_killed_and_reported_like_any,
         ),
+        (
+            "criu_reads_the_kernel_features_from_its_cache",
+            criu_reads_the_kernel_features_from_its_cache,
+        ),
     ];
     let filter: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
     let mut failed = Vec::new();
@@ -330,4 +334,36 @@ fn a_node_started_in_namespaces_is_killed_and_reported_like_any() {
     assert!(processes_with(&slot.data_dir).is_empty());
     backend.stop().unwrap();
     assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 0);
+}
+
+/// Once flymc has checked CRIU, CRIU reads the kernel's features from its cache instead of
+/// probing them at every dump and restore (~40 ms each), whatever file system `/run` is, and
+/// installing the cache leaves nothing in the tmpfs it was made in.
+fn criu_reads_the_kernel_features_from_its_cache() {
+    let criu = criu();
+    let dir = base();
+    let log = dir.path().join("check.log");
+    let out = std::process::Command::new(criu.bin())
+        .args(["check", "-v4", "-o"])
+        .arg(&log)
+        .output()
+        .expect("criu runs");
+    assert!(out.status.success(), "criu check: {out:?}");
+    let text = std::fs::read_to_string(&log).expect("CRIU's log");
+    assert!(
+        text.contains("Loaded kdat cache"),
+        "CRIU probed the kernel again:\n{}",
+        text.lines().take(8).collect::<Vec<_>>().join("\n")
+    );
+    let left: Vec<_> = std::fs::read_dir("/dev/shm")
+        .expect("/dev/shm")
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("flymc-criu-kdat-")
+        })
+        .collect();
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
+    std::fs::remove_file(&log).unwrap();
 }

@@ -15,6 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use super::kdat;
 use super::used::UsedFiles;
 use super::{cache_dir, SnapshotError};
 use crate::cluster::procs;
@@ -106,6 +107,9 @@ impl Criu {
     pub fn usable() -> Result<Criu, String> {
         let criu = Criu::find().map_err(|e| e.to_string())?;
         criu.check().map_err(|e| e.to_string())?;
+        if let Err(why) = kdat::install(&criu.bin) {
+            tracing::debug!("CRIU will probe the kernel at every run: {why}");
+        }
         Ok(criu)
     }
 

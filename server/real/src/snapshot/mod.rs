@@ -5,12 +5,14 @@
 //! - [`setup`]: `flymc setup criu` builds CRIU from Debian's source into flymc's cache;
 //! - [`criu`]: [`Criu`] finds that binary, checks it, dumps one node and restores one node;
 //! - [`store`]: [`SnapshotStore`], a bounded on-disk store of whole-cluster snapshots;
+//! - [`kdat`]: CRIU's cache of the kernel's features, where CRIU does not keep one itself;
 //! - [`used`]: the files a node only reads, checked unchanged before a restore.
 //!
 //! Nodes must run in PID and time namespaces of their own
 //! ([`crate::cluster::local::LocalBackend::namespaces`]). Nothing here knows a system by name.
 
 pub mod criu;
+pub mod kdat;
 pub mod setup;
 pub mod store;
 pub mod used;
