@@ -38,7 +38,9 @@ pub struct RealBenchConfig {
     pub out: PathBuf,
 }
 
-/// The workloads, with the default strategy (`flymc run`'s).
+/// The workloads, with dfs: `flymc run`'s default strategy when the benchmark was set up, and
+/// the one whose paths share prefixes (the portfolio's pct and novelty paths share only the
+/// cluster start; `flymc run` reports their time breakdown).
 const WORKLOADS: &[(&str, &str)] = &[("zookeeper", "le-3crash"), ("raft", "le")];
 const STRATEGY: &str = "dfs";
 
@@ -118,7 +120,8 @@ pub struct Row {
     pub per_path: PerPath,
     pub snapshots: SnapshotStats,
     pub late_reports: u64,
-    /// Explored exactly the paths, in the same order, of the first variant with as many jobs.
+    /// Explored exactly the paths, in the same order and reaching the same states, of the first
+    /// variant with as many jobs.
     pub same_paths: bool,
 }
 
@@ -155,7 +158,9 @@ fn per_path(out: &Outcome) -> PerPath {
 
 /// Explore `paths` paths of `workload` on `system` with one variant's levers.
 /// A path's events: ids (what "same paths" compares) and descriptions (to say where they part).
-type Walk = Vec<(EventId, String)>;
+/// One explored path: per step, the event taken, how it reads, and the hash of the state it
+/// led to (two variants may take the same events and the system answer one of them otherwise).
+type Walk = Vec<(EventId, String, u64)>;
 
 fn explore_variant(
     system_name: &str,
@@ -201,7 +206,15 @@ fn explore_variant(
         strat.as_mut(),
         &cfg,
         &mut |_| {},
-        &mut |run| ids.push(run.events().map(|e| (e.id, e.describe())).collect()),
+        &mut |run| {
+            let after = run.hashes.iter().skip(1);
+            ids.push(
+                run.events()
+                    .zip(after)
+                    .map(|(e, &h)| (e.id, e.describe(), h))
+                    .collect(),
+            )
+        },
     )
     .with_context(|| format!("{system_name}/{workload} ({})", v.name))?;
     Ok((out, ids))
@@ -273,27 +286,31 @@ pub fn run(cfg: &RealBenchConfig, folder: &Path, log: &dyn Fn(&str)) -> Result<R
 /// Where two explorations' paths part: `path N step S` (1-based path numbers), with the two
 /// events taken there.
 fn first_difference(a: &[Walk], b: &[Walk]) -> Option<String> {
-    let same = |x: &Walk, y: &Walk| x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.0 == q.0);
+    let same = |x: &Walk, y: &Walk| x == y;
     let n = a.iter().zip(b).position(|(x, y)| !same(x, y));
     match n {
         Some(n) => {
-            let step = a[n]
+            let (x, y) = (&a[n], &b[n]);
+            let step = x
                 .iter()
-                .zip(&b[n])
-                .position(|(x, y)| x.0 != y.0)
-                .unwrap_or(a[n].len().min(b[n].len()));
+                .zip(y)
+                .position(|(p, q)| p != q)
+                .unwrap_or(x.len().min(y.len()));
             let at = |w: &Walk| {
                 w.get(step)
                     .map_or("(the path ended)".to_string(), |e| e.1.clone())
             };
+            let what = match (x.get(step), y.get(step)) {
+                // The same event, another resulting state: the system answered it otherwise.
+                (Some(p), Some(q)) if p.0 == q.0 => format!("{} led to another state", p.1),
+                _ => format!("{} against {}", at(x), at(y)),
+            };
             Some(format!(
-                "path {} step {} ({} against {} steps): {} against {}",
+                "path {} step {} ({} against {} steps): {what}",
                 n + 1,
                 step,
-                a[n].len(),
-                b[n].len(),
-                at(&a[n]),
-                at(&b[n])
+                x.len(),
+                y.len(),
             ))
         }
         None if a.len() != b.len() => Some(format!("path {}", a.len().min(b.len()) + 1)),
@@ -357,7 +374,7 @@ mod tests {
 
     fn walk(ids: &[(u64, &str)]) -> Walk {
         ids.iter()
-            .map(|&(i, d)| (EventId(i), d.to_string()))
+            .map(|&(i, d)| (EventId(i), d.to_string(), i * 10))
             .collect()
     }
 
@@ -382,5 +399,11 @@ mod tests {
             Some("path 2 step 1 (2 against 1 steps): ACK n0->n2 against (the path ended)")
         );
         assert_eq!(first_difference(&a, &a[..1]).as_deref(), Some("path 2"));
+        let mut answered = a.clone();
+        answered[1][1].2 = 7;
+        assert_eq!(
+            first_difference(&a, &answered).as_deref(),
+            Some("path 2 step 1 (2 against 2 steps): ACK n0->n2 led to another state")
+        );
     }
 }
