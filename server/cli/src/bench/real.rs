@@ -156,12 +156,11 @@ fn per_path(out: &Outcome) -> PerPath {
     }
 }
 
-/// Explore `paths` paths of `workload` on `system` with one variant's levers.
-/// A path's events: ids (what "same paths" compares) and descriptions (to say where they part).
 /// One explored path: per step, the event taken, how it reads, and the hash of the state it
 /// led to (two variants may take the same events and the system answer one of them otherwise).
 type Walk = Vec<(EventId, String, u64)>;
 
+/// Explore `paths` paths of `workload` on `system` with one variant's levers.
 fn explore_variant(
     system_name: &str,
     workload: &str,
@@ -284,7 +283,7 @@ pub fn run(cfg: &RealBenchConfig, folder: &Path, log: &dyn Fn(&str)) -> Result<R
 }
 
 /// Where two explorations' paths part: `path N step S` (1-based path numbers), with the two
-/// events taken there.
+/// events taken there, or the one event both took there with another resulting state.
 fn first_difference(a: &[Walk], b: &[Walk]) -> Option<String> {
     let same = |x: &Walk, y: &Walk| x == y;
     let n = a.iter().zip(b).position(|(x, y)| !same(x, y));
