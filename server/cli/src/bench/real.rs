@@ -285,8 +285,7 @@ pub fn run(cfg: &RealBenchConfig, folder: &Path, log: &dyn Fn(&str)) -> Result<R
 /// Where two explorations' paths part: `path N step S` (1-based path numbers), with the two
 /// events taken there, or the one event both took there with another resulting state.
 fn first_difference(a: &[Walk], b: &[Walk]) -> Option<String> {
-    let same = |x: &Walk, y: &Walk| x == y;
-    let n = a.iter().zip(b).position(|(x, y)| !same(x, y));
+    let n = a.iter().zip(b).position(|(x, y)| x != y);
     match n {
         Some(n) => {
             let (x, y) = (&a[n], &b[n]);
