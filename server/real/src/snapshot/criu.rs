@@ -106,10 +106,11 @@ impl Criu {
     /// caller falls back to re-executing prefixes).
     pub fn usable() -> Result<Criu, String> {
         let criu = Criu::find().map_err(|e| e.to_string())?;
-        criu.check().map_err(|e| e.to_string())?;
+        // First, so that the check below already reads the cache instead of probing again.
         if let Err(why) = kdat::install(&criu.bin) {
             tracing::debug!("CRIU will probe the kernel at every run: {why}");
         }
+        criu.check().map_err(|e| e.to_string())?;
         Ok(criu)
     }
 
