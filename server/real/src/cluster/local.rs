@@ -10,13 +10,18 @@
 //! directory back at its old path, so the restored processes find their files where they were.
 //!
 //! `k` is the backend's own loopback block, 127.0.k.0/24, held for the backend's life: no two
-//! backends of one flymc share one, so clusters running side by side (`flymc run --jobs N`: one
-//! backend per job) never share an address, nor therefore a port. The first backend gets
-//! 127.0.0.x.
+//! backends on this machine share one, whether of one flymc (`flymc run --jobs N`: one backend
+//! per job) or of flymc processes side by side, so clusters never share an address, nor
+//! therefore a port. That matters most with snapshots: a restore re-creates the snapshot's
+//! listening ports and connections (address, port, peer address, peer port), which another
+//! cluster on the same addresses may have taken while this one was down. The lowest free block
+//! is taken; 127.0.0.x when nothing else runs.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::OpenOptions;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::net::{SocketAddr as UnixAddr, UnixListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -38,20 +43,38 @@ fn blocks() -> &'static Mutex<BTreeSet<u8>> {
     B.get_or_init(|| Mutex::new(BTreeSet::new()))
 }
 
-/// A loopback block 127.0.k.0/24, given back when dropped.
-struct Block(u8);
+/// A loopback block 127.0.k.0/24, given back when dropped. Held machine-wide by a socket bound
+/// to an abstract Unix name: the kernel frees the name when its holder exits, however it exits,
+/// so no lock file outlives a killed flymc.
+struct Block {
+    k: u8,
+    _name: UnixListener,
+}
 
 impl Block {
-    /// The lowest block no live backend holds.
+    /// The lowest block no live backend on this machine holds.
     fn claim() -> Result<Block, ClusterError> {
         let mut held = blocks().lock().unwrap_or_else(|p| p.into_inner());
-        let k = (0..=u8::MAX).find(|k| !held.contains(k)).ok_or_else(|| {
-            ClusterError(
-                "all 256 loopback blocks 127.0.k.0/24 are in use by clusters of this flymc: run fewer --jobs".into(),
-            )
-        })?;
+        let (k, name) = (0..=u8::MAX)
+            .filter(|k| !held.contains(k))
+            .find_map(|k| Some((k, Block::bind(k)?)))
+            .ok_or_else(|| {
+                ClusterError(
+                    "all 256 loopback blocks 127.0.k.0/24 are in use by flymc clusters on this machine: run fewer --jobs or fewer flymc at once".into(),
+                )
+            })?;
         held.insert(k);
-        Ok(Block(k))
+        Ok(Block { k, _name: name })
+    }
+
+    /// Block `k`'s machine-wide name, if no one holds it.
+    fn bind(k: u8) -> Option<UnixListener> {
+        let name = UnixAddr::from_abstract_name(Block::name(k).as_bytes()).ok()?;
+        UnixListener::bind_addr(&name).ok()
+    }
+
+    fn name(k: u8) -> String {
+        format!("flymc-loopback-127.0.{k}.0")
     }
 }
 
@@ -60,7 +83,7 @@ impl Drop for Block {
         blocks()
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.0);
+            .remove(&self.k);
     }
 }
 
@@ -216,7 +239,7 @@ impl Backend for LocalBackend {
         if self.block.is_none() {
             self.block = Some(Block::claim()?);
         }
-        let k = self.block.as_ref().map_or(0, |b| b.0);
+        let k = self.block.as_ref().map_or(0, |b| b.k);
         let created = rundirs::create(&self.root(), rundirs::RUN_PREFIX)
             .map_err(|e| ClusterError(format!("cannot create a run directory: {e}")))?;
         let dir = self.own(created)?;
@@ -613,5 +636,18 @@ mod tests {
         drop(b);
         let mut c = LocalBackend::new().in_dir(base.path());
         assert_ne!(block(&c.prepare(3).unwrap()), block(&sa));
+    }
+
+    #[test]
+    fn a_block_another_process_holds_is_not_claimed() {
+        // Another flymc holds the lowest block no one on this machine holds (binding its name
+        // is exactly what that process did): this process must not take it too.
+        let (k, _other) = (0..=u8::MAX)
+            .find_map(|k| Some((k, Block::bind(k)?)))
+            .unwrap();
+        let base = tempfile::tempdir().unwrap();
+        let mut backend = LocalBackend::new().in_dir(base.path());
+        let got = backend.prepare(1).unwrap()[0].addr.ip();
+        assert_ne!(got, IpAddr::from([127, 0, k, 2]), "took block {k}");
     }
 }
