@@ -1196,6 +1196,14 @@ public final class Hook {
                 // Read after its condition: a thread that took what it waited for (a queue's
                 // item, a gate's packet) runs again, and says so in its state before it takes
                 // it, but leaves its rest only after. The network's waits run in native code.
+                if (r.kind == JOIN && ((Thread) r.on).isAlive() && ignored((Thread) r.on)) {
+                    // The thread it joins is one the hook does not follow: whether that one is
+                    // about to end only sampling can tell.
+                    exact = false;
+                    if (Agent.TRACE) {
+                        inexactBy = t.getName() + " joins " + ((Thread) r.on).getName();
+                    }
+                }
                 if (exact && r.kind != NET) {
                     Thread.State now = t.getState();
                     if (now != Thread.State.WAITING && now != Thread.State.TIMED_WAITING) {
