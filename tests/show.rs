@@ -15,7 +15,7 @@ fn tmp() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
 
-/// The checkout's recorded real ZooKeeper path (ZOOKEEPER-4643, 109 events, 3 nodes).
+/// The checkout's recorded real ZooKeeper path (ZOOKEEPER-4643, 110 events, 3 nodes).
 fn zk_4643() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/paths/zookeeper-zk-4643.json")
 }
@@ -190,7 +190,7 @@ fn html_of_a_real_zookeeper_path_renders_in_chromium() {
     }
     let dom = chromium(&page, &d.path().join("zk-4643.png"));
     let path = PathFile::load(&zk).unwrap();
-    assert_eq!(path.events.len(), 109);
+    assert_eq!(path.events.len(), 110);
     for n in ["n0", "n1", "n2"] {
         assert!(
             dom.contains(&format!(r#"data-node="{n}" "#)),
@@ -199,7 +199,7 @@ fn html_of_a_real_zookeeper_path_renders_in_chromium() {
     }
     assert_eq!(
         dom.matches(r#"<g class="fm-row""#).count(),
-        109,
+        110,
         "a row per event in the rendered DOM"
     );
     assert_eq!(
@@ -208,7 +208,7 @@ fn html_of_a_real_zookeeper_path_renders_in_chromium() {
         1
     );
     assert!(dom.contains(r#"<g class="fm-violation" data-property="acked-zxid-in-later-leaders">"#));
-    assert!(dom.contains("VIOLATION after step 108: acked-zxid-in-later-leaders"));
+    assert!(dom.contains("VIOLATION after step 109: acked-zxid-in-later-leaders"));
     assert!(
         dom.contains("was acknowledged to a client, but n0 leads epoch 3 without it in its log")
     );

@@ -649,6 +649,15 @@ public final class Hook {
         }
         case "suppress":
             return p.returns != null ? p.returns.eval(env) : null;
+        case "write":
+            // A real write of what `send` points reported (a buffered stream's flush): as there,
+            // it never fails, or whether a node notices its peer's close at a flush or later
+            // would hang on when the kernel handled that close, not on flymc's order.
+            try {
+                return original(p, recv, args);
+            } catch (java.io.IOException e) {
+                return p.returns != null ? p.returns.eval(env) : null;
+            }
         case "timer":
             return timer(p, env, recv, args);
         case "read":
