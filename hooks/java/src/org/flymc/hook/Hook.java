@@ -1202,9 +1202,6 @@ public final class Hook {
                 if (r.busy()) {
                     return t.getName() + " (woken)";
                 }
-                // Read after its condition: a thread that took what it waited for (a queue's
-                // item, a gate's packet) runs again, and says so in its state before it takes
-                // it, but leaves its rest only after. The network's waits run in native code.
                 if (r.kind == JOIN && ((Thread) r.on).isAlive() && ignored((Thread) r.on)) {
                     // The thread it joins is one the hook does not follow: whether that one is
                     // about to end only sampling can tell.
@@ -1213,6 +1210,9 @@ public final class Hook {
                         inexactBy = t.getName() + " joins " + ((Thread) r.on).getName();
                     }
                 }
+                // Read after its condition: a thread that took what it waited for (a queue's
+                // item, a gate's packet) runs again, and says so in its state before it takes
+                // it, but leaves its rest only after. The network's waits run in native code.
                 if (exact && r.kind != NET) {
                     Thread.State now = t.getState();
                     if (now != Thread.State.WAITING && now != Thread.State.TIMED_WAITING) {
