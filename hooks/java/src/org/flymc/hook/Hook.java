@@ -71,7 +71,7 @@ public final class Hook {
     // ---------------------------------------------------------------- resting threads
 
     static final int QUEUE = 0, MONITOR = 1, LATCH = 2, SLEEP = 3, TIMER = 4, GATE = 5, PARK = 6, NET = 7, EXEC = 8,
-        JOIN = 9;
+        JOIN = 9, TURN = 10;
 
     static final class Rest {
         final int kind;
@@ -492,6 +492,10 @@ public final class Hook {
         final ArrayDeque<Map<String, Object>> mailbox = new ArrayDeque<>();
         volatile boolean broken;
         volatile String disconnectTimer;
+        /** A thread has read from this connection: its packets no longer wait for a reader to exist. */
+        volatile boolean hadReader;
+        /** Its reader waits for its turn (with what else came for it still in the mailbox). */
+        volatile boolean inTurn;
         /** The read's timeout timer fired: the reader gets a SocketTimeoutException. */
         volatile boolean timedOut;
 
@@ -786,6 +790,7 @@ public final class Hook {
     private static Object read(Point p, Map<String, Object> env, Object recv, Object[] args) throws Throwable {
         String conn = String.valueOf(p.conn.eval(env));
         Gate g = gate(conn);
+        g.hadReader = true;
         Object pv = p.peer != null ? p.peer.eval(env) : null;
         if (pv != null && g.disconnectTimer == null && !g.broken) {
             int peer = (int) Expr.num(pv);
@@ -815,6 +820,9 @@ public final class Hook {
                 timedOut = g.timedOut && g.mailbox.isEmpty() && !g.broken;
                 g.timedOut = false;
                 order = timedOut ? null : g.mailbox.poll();
+            }
+            if (order != null && early.remove(order)) {
+                awaitTurn(((Number) order.get("seq")).longValue(), g);
             }
             if (!timedOut) {
                 pinned.add(Thread.currentThread());
@@ -1044,6 +1052,9 @@ public final class Hook {
                     // A packet for a connection this node has closed is lost, as TCP would lose it.
                     if (!g.broken) {
                         g.mailbox.add(order);
+                        if (!g.hadReader) {
+                            early.add(order);
+                        }
                     }
                     g.notifyAll();
                 }
@@ -1253,7 +1264,7 @@ public final class Hook {
         }
         for (Gate g : gates.values()) {
             synchronized (g) {
-                if (!g.mailbox.isEmpty() && !g.broken && !parkedAtWrite) {
+                if (!g.mailbox.isEmpty() && !g.broken && !parkedAtWrite && !g.inTurn) {
                     return "a packet waits for its reader";
                 }
             }
@@ -1332,8 +1343,72 @@ public final class Hook {
     static volatile String lastBusy;
     static volatile String lastBusySeen;
 
-    /** Wait until the node rests: nothing busy twice in a row with no hook activity between. */
+    // ---------------------------------------------------------------- turns
+
+    /**
+     * Packets flymc enabled before their connection had a reader (a leader's learners' first
+     * packets, enabled while it writes its snapshot, before it accepts them): their readers,
+     * once they exist, would all run at once in one event and race. They take turns instead.
+     */
+    static final Set<Map<String, Object>> early =
+        java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>()));
+    private static final Object turns = new Object();
+    /** Readers of early packets waiting for their turn, by the order flymc enabled the packets. */
+    private static final java.util.TreeMap<Long, Thread> turnWaiting = new java.util.TreeMap<>();
+    private static Thread granted;
+
+    /** Rest until the node is otherwise quiet and this reader's packet is the earliest waiting. */
+    private static void awaitTurn(long seq, Gate g) {
+        synchronized (turns) {
+            g.inTurn = true;
+            enter(TURN, turns);
+            turnWaiting.put(seq, Thread.currentThread());
+            try {
+                while (granted != Thread.currentThread()) {
+                    turns.wait(100);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                turnWaiting.remove(seq);
+                g.inTurn = false;
+                if (granted == Thread.currentThread()) {
+                    granted = null;
+                }
+            }
+        }
+    }
+
+    /** Let the reader of the earliest early packet go on; false when none waits. */
+    private static boolean grantTurn() {
+        synchronized (turns) {
+            java.util.Map.Entry<Long, Thread> first = turnWaiting.firstEntry();
+            if (first == null) {
+                return false;
+            }
+            granted = first.getValue();
+            Rest r = resting.get(granted);
+            if (r != null) {
+                r.woken = true;
+            }
+            turns.notifyAll();
+        }
+        bump();
+        return true;
+    }
+
+    /**
+     * Wait until the node rests; readers of early packets go on one at a time, in the order
+     * flymc enabled their packets, each once all else rests.
+     */
     static void awaitQuiet() throws InterruptedException {
+        do {
+            awaitQuietOnce();
+        } while (grantTurn());
+    }
+
+    /** Wait until the node rests: nothing busy twice in a row with no hook activity between. */
+    private static void awaitQuietOnce() throws InterruptedException {
         long start = System.nanoTime(), told = start;
         while (true) {
             long g = gen.get();
