@@ -17,14 +17,14 @@
 //! cluster on the same addresses may have taken while this one was down. The lowest free block
 //! is taken; 127.0.0.x when nothing else runs.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use flymc_model::NodeId;
@@ -37,14 +37,9 @@ use crate::snapshot::{criu::cp, Criu, PendingSnapshot, Snapshot, SnapshotError, 
 /// How long a SIGKILLed process may take to disappear before that is an error.
 const KILL_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The loopback blocks (third octet) held by live backends of this process.
-fn blocks() -> &'static Mutex<BTreeSet<u8>> {
-    static B: OnceLock<Mutex<BTreeSet<u8>>> = OnceLock::new();
-    B.get_or_init(|| Mutex::new(BTreeSet::new()))
-}
-
-/// A loopback block 127.0.k.0/24, given back when dropped. Held machine-wide by a socket bound
-/// to an abstract Unix name: the kernel frees the name when its holder exits, however it exits,
+/// A loopback block 127.0.k.0/24, held machine-wide for as long as this value lives by a
+/// socket bound to an abstract Unix name: one process cannot bind a name twice, so it also
+/// keeps backends of this flymc apart, and the kernel frees the name however its holder exits,
 /// so no lock file outlives a killed flymc.
 struct Block {
     k: u8,
@@ -54,17 +49,13 @@ struct Block {
 impl Block {
     /// The lowest block no live backend on this machine holds.
     fn claim() -> Result<Block, ClusterError> {
-        let mut held = blocks().lock().unwrap_or_else(|p| p.into_inner());
-        let (k, name) = (0..=u8::MAX)
-            .filter(|k| !held.contains(k))
-            .find_map(|k| Some((k, Block::bind(k)?)))
+        (0..=u8::MAX)
+            .find_map(|k| Some(Block { k, _name: Block::bind(k)? }))
             .ok_or_else(|| {
                 ClusterError(
                     "all 256 loopback blocks 127.0.k.0/24 are in use by flymc clusters on this machine: run fewer --jobs or fewer flymc at once".into(),
                 )
-            })?;
-        held.insert(k);
-        Ok(Block { k, _name: name })
+            })
     }
 
     /// Block `k`'s machine-wide name, if no one holds it.
@@ -75,15 +66,6 @@ impl Block {
 
     fn name(k: u8) -> String {
         format!("flymc-loopback-127.0.{k}.0")
-    }
-}
-
-impl Drop for Block {
-    fn drop(&mut self) {
-        blocks()
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.k);
     }
 }
 
