@@ -156,7 +156,11 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
         "flymc" => {
             Box::new(flymc::Flymc::new(sets()?, symmetry(), ctx.flymc).disk_state(ctx.disk_state))
         }
-        "faults" => Box::new(faults::Faults::new(ctx.fault_vars).disk_state(ctx.disk_state)),
+        "faults" => Box::new(
+            faults::Faults::new(ctx.fault_vars)
+                .disk_state(ctx.disk_state)
+                .novelty(Novelty::new(ctx.fault_vars, symmetry())),
+        ),
         _ => return Err(BuildError::Unknown(name.into())),
     })
 }
