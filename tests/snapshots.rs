@@ -27,21 +27,31 @@ enum Action {
 /// Restoring `key` starts the inner target and replays what led to the checkpoint. Every
 /// `fail_every`-th restore fails (odd ones) or finds the snapshot gone (even ones); every
 /// `die_every`-th restore succeeds, and the restored cluster fails at its next step (a restored
-/// JVM that dies at once).
+/// JVM that dies at once). The `k`-th start fails where `start_fails(k)` (a JVM whose agent
+/// could not start).
 struct Replaying {
     inner: Box<dyn Target>,
     done: Vec<Action>,
     saved: HashMap<u64, Vec<Action>>,
     fail_every: Option<u64>,
     die_every: Option<u64>,
+    start_fails: fn(u64) -> bool,
     dead: bool,
     restores: u64,
+    starts: u64,
 }
 
 impl Target for Replaying {
     fn start(&mut self, w: &Workload) -> Result<(), TargetError> {
         self.done.clear();
         self.dead = false;
+        self.starts += 1;
+        if (self.start_fails)(self.starts) {
+            return Err(TargetError::Other(format!(
+                "start {} failed (test)",
+                self.starts
+            )));
+        }
         self.inner.start(w)
     }
     fn pending(&self) -> Vec<Event> {
@@ -104,6 +114,7 @@ struct WithSnapshots {
     inner: Box<dyn System>,
     fail_every: Option<u64>,
     die_every: Option<u64>,
+    start_fails: fn(u64) -> bool,
 }
 
 impl System for WithSnapshots {
@@ -120,8 +131,10 @@ impl System for WithSnapshots {
             saved: HashMap::new(),
             fail_every: self.fail_every,
             die_every: self.die_every,
+            start_fails: self.start_fails,
             dead: false,
             restores: 0,
+            starts: 0,
         }))
     }
     fn properties(&self, w: &Workload) -> Vec<Box<dyn Property>> {
@@ -156,6 +169,19 @@ fn explore(
     strat: &str,
     snapshots: bool,
 ) -> (Vec<Seen>, Outcome) {
+    let (seen, out) = try_explore(system, workload, strat, snapshots);
+    (seen, out.unwrap())
+}
+
+fn try_explore(
+    system: &dyn System,
+    workload: &str,
+    strat: &str,
+    snapshots: bool,
+) -> (
+    Vec<Seen>,
+    Result<Outcome, flymc_core::explore::ExploreError>,
+) {
     let folder = workloads::folder(Some(&common::workloads())).unwrap();
     let w = workloads::load(&folder, system.name(), workload).unwrap();
     let ctx = StrategyContext {
@@ -186,8 +212,7 @@ fn explore(
             format!("{:?}", r.ending),
             r.violation.as_ref().map(|v| v.property.clone()),
         ))
-    })
-    .unwrap();
+    });
     (seen, out)
 }
 
@@ -206,6 +231,7 @@ fn runs_restored_from_snapshots_explore_the_same_paths_as_re_executed_ones() {
                     inner: systems::find(sys).unwrap(),
                     fail_every,
                     die_every,
+                    start_fails: |_| false,
                 };
                 let (got, out) = explore(&snap, workload, strat, true);
                 let what = format!(
@@ -233,4 +259,30 @@ fn runs_restored_from_snapshots_explore_the_same_paths_as_re_executed_ones() {
             }
         }
     }
+}
+
+/// A cluster that fails before its first step (on a loaded machine, a JVM whose agent could
+/// not start) is started once more: the exploration goes on and explores the same paths. One
+/// that fails again ends it with the target's error.
+#[test]
+fn a_cluster_that_fails_to_start_is_started_once_more() {
+    let plain = systems::find("raft-sim").unwrap();
+    let (want, _) = explore(plain.as_ref(), "raft-bug", "dfs", false);
+    let failing = |start_fails| WithSnapshots {
+        inner: systems::find("raft-sim").unwrap(),
+        fail_every: None,
+        die_every: None,
+        start_fails,
+    };
+    for snapshots in [false, true] {
+        let flaky = failing(|k| k.is_multiple_of(5));
+        let (got, _) = explore(&flaky, "raft-bug", "dfs", snapshots);
+        assert_eq!(got, want, "snapshots {snapshots}");
+    }
+    // The first start checks the sets file; every later one fails.
+    let (_, out) = try_explore(&failing(|k| k > 1), "raft-bug", "dfs", false);
+    let err = out
+        .err()
+        .expect("a cluster that never starts ends the exploration");
+    assert!(err.to_string().contains("failed (test)"), "{err}");
 }

@@ -304,14 +304,23 @@ pub fn explore_partial(
             logs(),
         );
         // A cluster restored from a snapshot that then fails (a restored JVM that dies at
-        // once) says nothing about the system: the path is re-executed from a fresh start.
+        // once), or one that fails before its first step (a JVM whose agent could not start on
+        // a loaded machine), says nothing about the system: the path is re-executed once from
+        // a fresh start, and only a second failure ends the exploration. A node that fails
+        // later (a reboot that does not come up) is the path's own outcome, not retried.
         let restored = snaps.stats.restored > before.restored;
-        if let (Err(e), true) = (&run, restored && !stop()) {
+        let at_start = matches!(&run, Err(ExecError::Target { step: 0, .. }));
+        if let (Err(e), true) = (&run, (restored || at_start) && !stop()) {
+            let what = if restored {
+                "the cluster restored from a snapshot"
+            } else {
+                "the cluster"
+            };
             tracing::warn!(
-                "path {}: the cluster restored from a snapshot failed ({e}); re-executing it from the start",
+                "path {}: {what} failed ({e}); re-executing it from the start",
                 task.path
             );
-            snaps.stats.fallbacks += 1;
+            snaps.stats.fallbacks += u64::from(restored);
             let dep = task.dep.as_deref_mut().map(|d| d as &mut dyn Dependence);
             run = exec.run_snapshots(target, &task.plan, task.view.as_mut(), dep, None, logs());
         }
