@@ -701,6 +701,12 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     if outcome.diverged > 0 {
         summary += &format!(", {} paths diverged from their plan", outcome.diverged);
     }
+    if outcome.unconfirmed > 0 {
+        summary += &format!(
+            ", {} violations dropped (they did not recur executed again from a fresh start)",
+            outcome.unconfirmed
+        );
+    }
     if outcome.late_paths > 0 {
         summary += &format!(
             ", {} events reported late on {} paths",

@@ -127,6 +127,8 @@ pub struct RunSummary<'a> {
     pub late_reports: u64,
     pub late_paths: u64,
     pub diverged: u64,
+    /// Violations that did not recur when their path was executed again from a fresh start.
+    pub unconfirmed: u64,
     /// Violating paths after the first (`--keep-going`, or of other properties).
     pub other_violations: u64,
     /// Distinct fault states reached (`faults`).
@@ -192,6 +194,7 @@ impl<'a> RunSummary<'a> {
             late_reports: outcome.late_reports,
             late_paths: outcome.late_paths,
             diverged: outcome.diverged,
+            unconfirmed: outcome.unconfirmed,
             other_violations: outcome.other_violations,
             fault_states: outcome.stats.fault_states,
             abstract_states: outcome.stats.abstract_states,

@@ -155,6 +155,9 @@ pub struct Outcome {
     pub stats: StrategyStats,
     /// Paths whose plan could not be followed (an event of the prefix never became enabled).
     pub diverged: u64,
+    /// Violations that did not recur when their path was executed again from a fresh start
+    /// (the run had trusted a snapshot's or the cache's states): dropped.
+    pub unconfirmed: u64,
     /// Paths on which nodes reported events late ([`Run::late_reports`]), and those events.
     pub late_paths: u64,
     pub late_reports: u64,
@@ -209,6 +212,8 @@ struct Done<'c> {
     snapshots: SnapshotStats,
     /// Its end state's classification and the walks it took, if it failed a liveness property.
     judged: Option<(Verdict, u64)>,
+    /// It violated a property only while trusting states it had not seen (dropped).
+    unconfirmed: bool,
 }
 
 /// [`explore`], also handing every run to `on_run` (coverage studies, tests).
@@ -257,6 +262,7 @@ pub fn explore_partial(
         cache_misses: 0,
         stats: StrategyStats::default(),
         diverged: 0,
+        unconfirmed: 0,
         late_paths: 0,
         late_reports: 0,
         events: 0,
@@ -324,6 +330,32 @@ pub fn explore_partial(
             let dep = task.dep.as_deref_mut().map(|d| d as &mut dyn Dependence);
             run = exec.run_snapshots(target, &task.plan, task.view.as_mut(), dep, None, logs());
         }
+        // A finding must replay. A run restored from a snapshot or given states by the cache
+        // trusted states it did not see the cluster reach; such a violating run is executed
+        // again from a fresh start, seeing every step, and that run is the one kept: a finding
+        // that does not recur is dropped (counted and warned about), and the strategy learns
+        // from what the cluster did.
+        let trusted = snaps.stats.restored > before.restored
+            || task.view.as_ref().is_some_and(|v| v.hits > 0);
+        let mut unconfirmed = false;
+        let violated = run.as_ref().ok().and_then(|r| r.violation.as_ref());
+        if let (Some(v), true) = (violated.cloned(), trusted) {
+            if !stop() {
+                let plan = Plan::replay(run.as_ref().map(Run::event_ids).unwrap_or_default());
+                let again = exec.run_snapshots(target, &plan, None, None, None, logs());
+                if let Ok(a) = &again {
+                    if a.violation.as_ref().map(|w| &w.property) != Some(&v.property) {
+                        unconfirmed = true;
+                        tracing::warn!(
+                            "path {}: `{}` did not recur when the path was executed again from a fresh start (it had trusted a snapshot's or the cache's states); dropped",
+                            task.path,
+                            v.property
+                        );
+                    }
+                }
+                run = again;
+            }
+        }
         let run = run
             .map_err(ExploreError::from)
             .and_then(|run| {
@@ -348,6 +380,7 @@ pub fn explore_partial(
             view: task.view,
             snapshots: snaps.stats.since(&before),
             judged,
+            unconfirmed,
         }
     };
     let ended = jobs::scoped(targets, work, |pool| -> Result<(), ExploreError> {
@@ -406,6 +439,7 @@ pub fn explore_partial(
                 cache.merge(path, view.into_entries());
             }
             out.paths += 1;
+            out.unconfirmed += u64::from(done.unconfirmed);
             out.events += run.steps.len() as u64;
             if run.diverged_at.is_some() {
                 out.diverged += 1;
@@ -589,14 +623,14 @@ mod tests {
         assert_eq!((out.late_paths, out.late_reports), (0, 0));
     }
 
-    /// The tiny system, whose cluster cannot start a third time.
+    /// The tiny system, whose cluster cannot start from the third time on.
     struct Breaks;
     struct BreaksTarget(Box<dyn Target>, u32);
 
     impl Target for BreaksTarget {
         fn start(&mut self, w: &Workload) -> Result<(), TargetError> {
             self.1 += 1;
-            if self.1 == 3 {
+            if self.1 >= 3 {
                 return Err(TargetError::Other("the cluster cannot start".into()));
             }
             self.0.start(w)
@@ -659,6 +693,99 @@ mod tests {
         );
         assert_eq!((out.paths, seen, out.exhausted), (2, 2, false));
         assert!(out.events > 0 && !out.unique_states.is_empty());
+    }
+
+    /// The tiny system, whose cluster restored from its first snapshot reports n0 far past the
+    /// counter's limit: a restore that is not what was dumped.
+    struct Lies;
+    struct LyingTarget {
+        inner: Box<dyn Target>,
+        kept: Option<u64>,
+        restored: bool,
+    }
+
+    impl Target for LyingTarget {
+        fn start(&mut self, w: &Workload) -> Result<(), TargetError> {
+            self.restored = false;
+            self.inner.start(w)
+        }
+        fn pending(&self) -> Vec<Event> {
+            self.inner.pending()
+        }
+        fn enable(&mut self, id: EventId) -> Result<(), TargetError> {
+            self.inner.enable(id)
+        }
+        fn settle(&mut self) -> Result<GlobalState, TargetError> {
+            let mut s = self.inner.settle()?;
+            if self.restored {
+                s.nodes[0].vars.insert("count".into(), 99.into());
+            }
+            Ok(s)
+        }
+        fn crash(&mut self, node: NodeId) -> Result<(), TargetError> {
+            self.inner.crash(node)
+        }
+        fn reboot(&mut self, node: NodeId) -> Result<(), TargetError> {
+            self.inner.reboot(node)
+        }
+        fn stop(&mut self) -> Result<(), TargetError> {
+            self.inner.stop()
+        }
+        fn checkpoint(&mut self, key: u64) -> Result<bool, TargetError> {
+            // Only the first (at the start, where nothing needs replaying).
+            Ok(*self.kept.get_or_insert(key) == key)
+        }
+        fn restore(&mut self, w: &Workload, key: u64) -> Result<bool, TargetError> {
+            if self.kept != Some(key) {
+                return Ok(false);
+            }
+            self.inner.start(w)?;
+            self.inner.settle()?;
+            self.restored = true;
+            Ok(true)
+        }
+    }
+
+    impl System for Lies {
+        fn name(&self) -> &'static str {
+            "lies"
+        }
+        fn description(&self) -> &'static str {
+            "test fixture"
+        }
+        fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
+            Ok(Box::new(LyingTarget {
+                inner: TinySystem.target(w)?,
+                kept: None,
+                restored: false,
+            }))
+        }
+        fn properties(&self, w: &Workload) -> Vec<Box<dyn Property>> {
+            TinySystem.properties(w)
+        }
+        fn symmetry(&self, w: &Workload) -> Symmetry {
+            TinySystem.symmetry(w)
+        }
+    }
+
+    #[test]
+    fn a_violation_seen_only_in_a_restored_cluster_is_executed_again_and_dropped() {
+        let w = workload(2, "[[0, 1], [1, 0]]\nlimit = 10", "");
+        let mut s = Repeat { left: 3 };
+        // Without the cache, which would give the repeated path's states without asking.
+        let cfg = ExploreConfig {
+            snapshots: true,
+            snapshots_always: true,
+            cache: false,
+            ..Default::default()
+        };
+        let out = explore_with(&Lies, &w, &mut s, &cfg, &mut |_| {}, &mut |r| {
+            assert!(r.violation.is_none(), "{:?}", r.violation)
+        })
+        .unwrap();
+        assert!(out.snapshots.restored >= 2, "{:?}", out.snapshots);
+        assert_eq!((out.paths, out.unconfirmed), (3, 2));
+        assert!(out.violation.is_none());
     }
 
     #[test]

@@ -142,6 +142,7 @@ impl Strategy for Faults {
                 tracing::info!(
                     faults,
                     waiting = self.queue_len() + 1,
+                    fresh = self.fresh.values().map(VecDeque::len).sum::<usize>(),
                     tried = self.tried.len(),
                     "faults: now placing up to {faults} faults"
                 );
