@@ -39,6 +39,40 @@ pub(crate) fn digests(run: &Run) -> Option<Vec<Vec<u64>>> {
     Some(out)
 }
 
+/// `run`'s states with what each node's crash-point writes put on disk as variables
+/// `disk:<name>`: the number a write's fields hold (an epoch, a zxid), or how many such writes
+/// were done; absent until the first. For ranking disks against each other; `None` as for
+/// [`digests`].
+pub(crate) fn with_contents(run: &Run) -> Option<Vec<GlobalState>> {
+    if !run.events().any(|e| e.is_write()) {
+        return None;
+    }
+    let nodes = run.states.first().map_or(0, |s| s.nodes.len());
+    let mut disks: Vec<BTreeMap<String, Value>> = vec![BTreeMap::new(); nodes];
+    let with = |s: &GlobalState, disks: &[BTreeMap<String, Value>]| {
+        let mut s = s.clone();
+        for (n, d) in s.nodes.iter_mut().zip(disks) {
+            n.vars.extend(d.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        s
+    };
+    let mut out = Vec::with_capacity(run.states.len());
+    out.extend(run.states.first().map(|s| with(s, &disks)));
+    for (e, s) in run.events().zip(run.states.iter().skip(1)) {
+        if let (Some(name), Some(disk)) = (e.written(), disks.get_mut(e.to)) {
+            let key = format!("disk:{name}");
+            let number = e.fields.values().find_map(Value::as_i64);
+            let written = match number {
+                Some(x) => json!(x),
+                None => json!(disk.get(&key).and_then(Value::as_i64).unwrap_or(0) + 1),
+            };
+            disk.insert(key, written);
+        }
+        out.push(with(s, &disks));
+    }
+    Some(out)
+}
+
 /// `s` with each node's disk digest as the variable `disk`, for judging states by both.
 pub(crate) fn with_disks(s: &GlobalState, disks: &[u64]) -> GlobalState {
     let mut s = s.clone();
@@ -132,5 +166,23 @@ mod tests {
         assert_ne!(a[1], b[1], "epoch 1 on disk is not epoch 2");
         let s = with_disks(&twice.states[0], &a[1]);
         assert_ne!(s.hash(), with_disks(&twice.states[0], &b[1]).hash());
+    }
+
+    #[test]
+    fn disk_contents_are_variables_a_node_has_from_its_first_write_on() {
+        let r = run(vec![
+            write(1, "txnlog", 0, json!({"zxid": 7})),
+            write(2, "snapshot", 1, json!({})),
+            write(3, "snapshot", 1, json!({})),
+        ]);
+        let s = with_contents(&r).expect("the run writes");
+        let var = |i: usize, n: usize, k: &str| s[i].nodes[n].vars.get(k).cloned();
+        assert_eq!(var(0, 0, "disk:txnlog"), None);
+        assert_eq!(var(1, 0, "disk:txnlog"), Some(json!(7)));
+        assert_eq!(var(1, 1, "disk:snapshot"), None);
+        // Writes without a number are counted.
+        assert_eq!(var(3, 1, "disk:snapshot"), Some(json!(2)));
+        assert_eq!(var(3, 0, "disk:txnlog"), Some(json!(7)));
+        assert_eq!(with_contents(&run(Vec::new())), None);
     }
 }

@@ -17,8 +17,9 @@
 //!
 //! Paths run in order of how many faults they place (breadth-first), so a bug is first found
 //! with the fewest faults it needs; but placements at a moment whose coarse abstract state
-//! ([`crate::Novelty`]: ranks of what survives a crash, roles, up or down) no run had reached
-//! before go first, breadth-first among themselves. A deep crash-recovery bug is a chain of such
+//! ([`crate::Novelty`]: ranks of what survives a crash and of what the nodes' crash-point writes
+//! put on disk, whether each is still nothing, roles, up or down) no run had reached before go
+//! first, breadth-first among themselves. A deep crash-recovery bug is a chain of such
 //! moments (a follower whose epoch is ahead of its log, a leader alone, a cluster all down), and
 //! there are far fewer of them than steps: ZOOKEEPER-4643's seven faults lie ~10^5 placements
 //! deep breadth-first, and each of them strikes at a moment first seen on its way.
@@ -162,7 +163,13 @@ impl Strategy for Faults {
         let spent = spent_after(run, n);
         let disks = self.disk_state.then(|| disk::digests(run)).flatten();
         let new: HashSet<usize> = match &mut self.novelty {
-            Some(n) => n.learn(run).into_iter().collect(),
+            // Judged with each node's disk as well: what a crash leaves is what matters here.
+            Some(n) => match disk::with_contents(run) {
+                Some(states) => n.learn_states(&states),
+                None => n.learn(run),
+            }
+            .into_iter()
+            .collect(),
             None => HashSet::new(),
         };
         // Placements before the plan's own fault were offered by the runs that led here.

@@ -159,7 +159,7 @@ pub fn build(name: &str, ctx: &StrategyContext) -> Result<Box<dyn Strategy>, Bui
         "faults" => Box::new(
             faults::Faults::new(ctx.fault_vars)
                 .disk_state(ctx.disk_state)
-                .novelty(Novelty::new(ctx.fault_vars, symmetry())),
+                .novelty(Novelty::new(ctx.fault_vars, symmetry()).marking_initial()),
         ),
         _ => return Err(BuildError::Unknown(name.into())),
     })

@@ -30,6 +30,8 @@ pub struct Novelty {
     vars: Option<Vec<String>>,
     sym: Symmetry,
     seen: HashSet<u64>,
+    /// Also tell a value still at nothing (0, an empty list) from one behind the others.
+    initial: bool,
 }
 
 impl Novelty {
@@ -38,13 +40,34 @@ impl Novelty {
             vars: vars.map(|v| v.iter().map(|s| s.to_string()).collect()),
             sym,
             seen: HashSet::new(),
+            initial: false,
         }
+    }
+
+    /// Tell a node that holds nothing yet (a zxid or epoch of 0, an empty log) from one that
+    /// is behind holding something: ranks alone make a node crashed before the first write and
+    /// one crashed after it, before the second, the same.
+    pub fn marking_initial(mut self) -> Self {
+        self.initial = true;
+        self
     }
 
     /// The abstract state of `s`.
     pub fn abstract_state(&self, s: &GlobalState) -> u64 {
         let names: Vec<String> = match &self.vars {
-            Some(v) => v.clone(),
+            // What crash-point writes put on disk survives a crash too (`disk::with_contents`).
+            Some(v) => {
+                let mut names = v.clone();
+                let mut disk: Vec<String> = s
+                    .nodes
+                    .iter()
+                    .flat_map(|n| n.vars.keys().filter(|k| k.starts_with("disk:")).cloned())
+                    .collect();
+                disk.sort();
+                disk.dedup();
+                names.extend(disk);
+                names
+            }
             None => {
                 let mut all: Vec<String> = s
                     .nodes
@@ -78,7 +101,11 @@ impl Novelty {
                             .collect();
                         below.sort_by(f64::total_cmp);
                         below.dedup();
-                        Value::from(below.len())
+                        if self.initial {
+                            Value::from(vec![below.len() as f64, f64::from(x == 0.0)])
+                        } else {
+                            Value::from(below.len())
+                        }
                     }
                     None => (*v).clone(),
                 };
@@ -92,8 +119,13 @@ impl Novelty {
     /// Learn `run`'s states; the indices of those never seen before (index `i` is the state
     /// before step `i`).
     pub fn learn(&mut self, run: &Run) -> Vec<usize> {
+        self.learn_states(&run.states)
+    }
+
+    /// [`Novelty::learn`] for states given directly.
+    pub fn learn_states(&mut self, states: &[GlobalState]) -> Vec<usize> {
         let mut new = Vec::new();
-        for (i, s) in run.states.iter().enumerate() {
+        for (i, s) in states.iter().enumerate() {
             if self.seen.insert(self.abstract_state(s)) {
                 new.push(i);
             }
@@ -242,5 +274,23 @@ mod tests {
         ]);
         let all = [&a, &c, &d].map(|s| n.abstract_state(s));
         assert!(all[0] != all[1] && all[0] != all[2] && all[1] != all[2]);
+    }
+
+    #[test]
+    fn marking_initial_tells_a_node_with_nothing_from_one_behind() {
+        let none = state(&[
+            (false, json!({"txnlog": 0})),
+            (true, json!({"txnlog": 2})),
+            (true, json!({"txnlog": 2})),
+        ]);
+        let one = state(&[
+            (false, json!({"txnlog": 1})),
+            (true, json!({"txnlog": 2})),
+            (true, json!({"txnlog": 2})),
+        ]);
+        let ranks = Novelty::new(Some(&["txnlog"]), Symmetry::none());
+        assert_eq!(ranks.abstract_state(&none), ranks.abstract_state(&one));
+        let marked = ranks.marking_initial();
+        assert_ne!(marked.abstract_state(&none), marked.abstract_state(&one));
     }
 }
