@@ -703,7 +703,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     }
     if outcome.unconfirmed > 0 {
         summary += &format!(
-            ", {} violations dropped (they did not recur executed again from a fresh start)",
+            ", {} violations dropped (they did not recur when executed again from a fresh start)",
             outcome.unconfirmed
         );
     }

@@ -335,26 +335,27 @@ pub fn explore_partial(
         // again from a fresh start, seeing every step, and that run is the one kept: a finding
         // that does not recur is dropped (counted and warned about), and the strategy learns
         // from what the cluster did.
-        let trusted = snaps.stats.restored > before.restored
-            || task.view.as_ref().is_some_and(|v| v.hits > 0);
+        let trusted = restored || task.view.as_ref().is_some_and(|v| v.hits > 0);
+        let recheck = match &run {
+            Ok(r) if trusted => r
+                .violation
+                .as_ref()
+                .map(|v| (v.property.clone(), Plan::replay(r.event_ids()))),
+            _ => None,
+        };
         let mut unconfirmed = false;
-        let violated = run.as_ref().ok().and_then(|r| r.violation.as_ref());
-        if let (Some(v), true) = (violated.cloned(), trusted) {
-            if !stop() {
-                let plan = Plan::replay(run.as_ref().map(Run::event_ids).unwrap_or_default());
-                let again = exec.run_snapshots(target, &plan, None, None, None, logs());
-                if let Ok(a) = &again {
-                    if a.violation.as_ref().map(|w| &w.property) != Some(&v.property) {
-                        unconfirmed = true;
-                        tracing::warn!(
-                            "path {}: `{}` did not recur when the path was executed again from a fresh start (it had trusted a snapshot's or the cache's states); dropped",
-                            task.path,
-                            v.property
-                        );
-                    }
+        if let Some((property, plan)) = recheck.filter(|_| !stop()) {
+            let again = exec.run_snapshots(target, &plan, None, None, None, logs());
+            if let Ok(a) = &again {
+                if a.violation.as_ref().map(|v| &v.property) != Some(&property) {
+                    unconfirmed = true;
+                    tracing::warn!(
+                        "path {}: `{property}` did not recur when the path was executed again from a fresh start (it had trusted a snapshot's or the cache's states); dropped",
+                        task.path
+                    );
                 }
-                run = again;
             }
+            run = again;
         }
         let run = run
             .map_err(ExploreError::from)

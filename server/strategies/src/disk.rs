@@ -10,66 +10,83 @@
 use std::collections::BTreeMap;
 
 use flymc_core::run::Run;
-use flymc_model::{stable_hash, GlobalState};
+use flymc_model::{stable_hash, Event, GlobalState};
 use serde_json::{json, Value};
 
-/// Per state of `run` (index `i`: before step `i`), each node's disk digest; `None` when the
-/// run has no crash-point write at all (then disks say nothing).
-pub(crate) fn digests(run: &Run) -> Option<Vec<Vec<u64>>> {
+/// Each node's disk as `run`'s crash-point writes leave it: per kind of write, the value
+/// `write` makes of the last one and the write. `at` sees the disks before the first step and
+/// after every step, with the node that step wrote to. `None` when the run has no crash-point
+/// write at all (then disks say nothing).
+fn fold<'r, V>(
+    run: &'r Run,
+    write: impl Fn(Option<&V>, &Event) -> V,
+    mut at: impl FnMut(&[BTreeMap<&'r str, V>], Option<usize>),
+) -> Option<()> {
     if !run.events().any(|e| e.is_write()) {
         return None;
     }
     let nodes = run.states.first().map_or(0, |s| s.nodes.len());
-    let mut disks: Vec<BTreeMap<&str, Value>> = vec![BTreeMap::new(); nodes];
-    let digest = |d: &BTreeMap<&str, Value>| stable_hash(json!(d).to_string().as_bytes());
-    let mut now: Vec<u64> = disks.iter().map(digest).collect();
-    let mut out = Vec::with_capacity(run.steps.len() + 1);
-    out.push(now.clone());
+    let mut disks: Vec<BTreeMap<&str, V>> = (0..nodes).map(|_| BTreeMap::new()).collect();
+    at(&disks, None);
     for e in run.events() {
+        let mut wrote = None;
         if let (Some(name), Some(disk)) = (e.written(), disks.get_mut(e.to)) {
-            let written = match e.fields.is_empty() {
-                false => Value::Object(e.fields.clone()),
-                true => json!(disk.get(name).and_then(Value::as_u64).unwrap_or(0) + 1),
-            };
-            disk.insert(name, written);
-            now[e.to] = digest(disk);
+            let v = write(disk.get(name), e);
+            disk.insert(name, v);
+            wrote = Some(e.to);
         }
-        out.push(now.clone());
+        at(&disks, wrote);
     }
+    Some(())
+}
+
+/// Per state of `run` (index `i`: before step `i`), each node's disk digest: the fields of
+/// each kind's last write, or how many were done for writes without fields.
+pub(crate) fn digests(run: &Run) -> Option<Vec<Vec<u64>>> {
+    let digest = |d: &BTreeMap<&str, Value>| stable_hash(json!(d).to_string().as_bytes());
+    let mut now: Vec<u64> = Vec::new();
+    let mut out = Vec::with_capacity(run.steps.len() + 1);
+    fold(
+        run,
+        |last, e| match e.fields.is_empty() {
+            false => Value::Object(e.fields.clone()),
+            true => json!(last.and_then(Value::as_u64).unwrap_or(0) + 1),
+        },
+        |disks, wrote| {
+            match wrote {
+                Some(n) => now[n] = digest(&disks[n]),
+                None if out.is_empty() => now = disks.iter().map(digest).collect(),
+                None => {}
+            }
+            out.push(now.clone());
+        },
+    )?;
     Some(out)
 }
 
 /// `run`'s states with what each node's crash-point writes put on disk as variables
 /// `disk:<name>`: the number a write's fields hold (an epoch, a zxid), or how many such writes
-/// were done; absent until the first. For ranking disks against each other; `None` as for
-/// [`digests`].
+/// were done; absent until the first. For ranking disks against each other.
 pub(crate) fn with_contents(run: &Run) -> Option<Vec<GlobalState>> {
-    if !run.events().any(|e| e.is_write()) {
-        return None;
-    }
-    let nodes = run.states.first().map_or(0, |s| s.nodes.len());
-    let mut disks: Vec<BTreeMap<String, Value>> = vec![BTreeMap::new(); nodes];
-    let with = |s: &GlobalState, disks: &[BTreeMap<String, Value>]| {
-        let mut s = s.clone();
-        for (n, d) in s.nodes.iter_mut().zip(disks) {
-            n.vars.extend(d.iter().map(|(k, v)| (k.clone(), v.clone())));
-        }
-        s
-    };
+    let mut states = run.states.iter();
     let mut out = Vec::with_capacity(run.states.len());
-    out.extend(run.states.first().map(|s| with(s, &disks)));
-    for (e, s) in run.events().zip(run.states.iter().skip(1)) {
-        if let (Some(name), Some(disk)) = (e.written(), disks.get_mut(e.to)) {
-            let key = format!("disk:{name}");
+    fold(
+        run,
+        |last: Option<&i64>, e| {
             let number = e.fields.values().find_map(Value::as_i64);
-            let written = match number {
-                Some(x) => json!(x),
-                None => json!(disk.get(&key).and_then(Value::as_i64).unwrap_or(0) + 1),
-            };
-            disk.insert(key, written);
-        }
-        out.push(with(s, &disks));
-    }
+            number.unwrap_or(last.copied().unwrap_or(0) + 1)
+        },
+        |disks, _| {
+            // A run that ended on a hang has a last step without a state.
+            let Some(s) = states.next() else { return };
+            let mut s = s.clone();
+            for (n, d) in s.nodes.iter_mut().zip(disks) {
+                n.vars
+                    .extend(d.iter().map(|(k, v)| (format!("disk:{k}"), json!(v))));
+            }
+            out.push(s);
+        },
+    )?;
     Some(out)
 }
 
