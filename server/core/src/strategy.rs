@@ -65,6 +65,10 @@ pub trait Strategy {
     /// Learn from `run`, the run of `plan`. Runs are observed in the order their plans were
     /// handed out, each once; other plans may have been handed out since `plan` was.
     fn observe(&mut self, plan: &Plan, run: &Run);
+    /// Learn from a run another strategy planned and observed (a portfolio's other members'
+    /// runs). Only strategies whose plans do not depend on which runs were their own take it
+    /// (novelty's corpus); the others' queues hold their own runs' branches, so they ignore it.
+    fn observe_other(&mut self, _plan: &Plan, _run: &Run) {}
     /// Paths waiting to be explored.
     fn queue_len(&self) -> usize;
     /// The judgement the executor honours plans' sleep sets with, if the strategy uses one:

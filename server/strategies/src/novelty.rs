@@ -218,6 +218,12 @@ impl Strategy for NoveltySearch {
         }
     }
 
+    /// A prefix is worth extending whoever's run reached it: in a portfolio, the systematic
+    /// member's and pct's new abstract states join the corpus too.
+    fn observe_other(&mut self, plan: &Plan, run: &Run) {
+        self.observe(plan, run)
+    }
+
     fn queue_len(&self) -> usize {
         self.corpus.len()
     }

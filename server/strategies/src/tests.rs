@@ -706,6 +706,39 @@ fn novelty_is_seeded_and_extends_prefixes_that_reached_new_abstract_states() {
     assert_eq!(next.prefix[..], events[..next.prefix.len()]);
 }
 
+#[test]
+fn novelty_in_a_portfolio_extends_what_the_other_members_reached() {
+    let w = workload(
+        3,
+        "[[0, 1], [1, 2], [2, 0], [0, 2]]",
+        "[faults]\ncrashes = 1\nreboots = 1",
+    );
+    let (dfs, _) = runs_of("dfs", &w, 0, 1);
+    let ctx = StrategyContext {
+        seed: 3,
+        pct_depth: 2,
+        ..StrategyContext::for_system(&TinySystem, &w)
+    };
+    let mut s = build("novelty", &ctx).unwrap();
+    let plan = s.next_plan().unwrap();
+    // A run novelty did not plan, from another member: its new abstract states count.
+    s.observe_other(&plan, &dfs[0]);
+    assert_eq!(s.queue_len(), 2, "the empty prefix and the other run's");
+    let next = s.next_plan().unwrap();
+    let events = dfs[0].event_ids();
+    assert!(!next.prefix.is_empty(), "{next:?}");
+    assert_eq!(next.prefix[..], events[..next.prefix.len()]);
+    // The systematic strategies keep their own branches only.
+    let mut d = build("dfs", &ctx).unwrap();
+    let first = d.next_plan().unwrap();
+    d.observe_other(&first, &dfs[0]);
+    assert_eq!(
+        d.queue_len(),
+        0,
+        "dfs took nothing from a run it did not plan"
+    );
+}
+
 /// Unique states of a dfs exploration of `w`, as shard `k` of `n` (or unsharded).
 fn dfs_states(w: &flymc_model::Workload, shard: Option<(u32, u32)>) -> (u64, bool, Vec<u64>) {
     let mut ctx = StrategyContext::for_system(&TinySystem, w);
