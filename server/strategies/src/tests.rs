@@ -554,6 +554,15 @@ fn every_strategy_takes_runs_that_ended_in_a_hang_or_a_node_exit() {
     }
 }
 
+/// The context the randomized strategies' tests build them with: `TinySystem`, depth 2.
+fn tiny_ctx(w: &flymc_model::Workload, seed: u64) -> StrategyContext<'_> {
+    StrategyContext {
+        seed,
+        pct_depth: 2,
+        ..StrategyContext::for_system(&TinySystem, w)
+    }
+}
+
 /// Every run `strategy` explores on `w` (at most `paths`), and its final stats.
 fn runs_of(
     strategy: &str,
@@ -561,11 +570,7 @@ fn runs_of(
     seed: u64,
     paths: u64,
 ) -> (Vec<Run>, StrategyStats) {
-    let ctx = StrategyContext {
-        seed,
-        pct_depth: 2,
-        ..StrategyContext::for_system(&TinySystem, w)
-    };
+    let ctx = tiny_ctx(w, seed);
     let mut s = build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {
         max_paths: Some(paths),
@@ -690,11 +695,7 @@ fn novelty_is_seeded_and_extends_prefixes_that_reached_new_abstract_states() {
     assert!(stats.abstract_states > 1, "{stats:?}");
     // After the first path, the next one starts from that path's prefix up to its first new
     // abstract state after the initial one.
-    let ctx = StrategyContext {
-        seed: 3,
-        pct_depth: 2,
-        ..StrategyContext::for_system(&TinySystem, &w)
-    };
+    let ctx = tiny_ctx(&w, 3);
     let mut s = build("novelty", &ctx).unwrap();
     let first = s.next_plan().unwrap();
     assert!(first.prefix.is_empty());
@@ -714,11 +715,7 @@ fn novelty_in_a_portfolio_extends_what_the_other_members_reached() {
         "[faults]\ncrashes = 1\nreboots = 1",
     );
     let (dfs, _) = runs_of("dfs", &w, 0, 1);
-    let ctx = StrategyContext {
-        seed: 3,
-        pct_depth: 2,
-        ..StrategyContext::for_system(&TinySystem, &w)
-    };
+    let ctx = tiny_ctx(&w, 3);
     let mut s = build("novelty", &ctx).unwrap();
     let plan = s.next_plan().unwrap();
     // A run novelty did not plan, from another member: its new abstract states count.
