@@ -44,7 +44,9 @@ fn fold<'r, V>(
 /// each kind's last write, or how many were done for writes without fields.
 pub(crate) fn digests(run: &Run) -> Option<Vec<Vec<u64>>> {
     let digest = |d: &BTreeMap<&str, Value>| stable_hash(json!(d).to_string().as_bytes());
-    let mut now: Vec<u64> = Vec::new();
+    // Every disk starts empty; a write changes only its node's digest.
+    let nodes = run.states.first().map_or(0, |s| s.nodes.len());
+    let mut now = vec![digest(&BTreeMap::new()); nodes];
     let mut out = Vec::with_capacity(run.steps.len() + 1);
     fold(
         run,
@@ -53,10 +55,8 @@ pub(crate) fn digests(run: &Run) -> Option<Vec<Vec<u64>>> {
             true => json!(last.and_then(Value::as_u64).unwrap_or(0) + 1),
         },
         |disks, wrote| {
-            match wrote {
-                Some(n) => now[n] = digest(&disks[n]),
-                None if out.is_empty() => now = disks.iter().map(digest).collect(),
-                None => {}
+            if let Some(n) = wrote {
+                now[n] = digest(&disks[n]);
             }
             out.push(now.clone());
         },

@@ -12,7 +12,7 @@
 //! the first of them, so the search keeps branching from its frontier; prefixes are taken in
 //! turn, newest first within a round.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -54,30 +54,21 @@ impl Novelty {
 
     /// The abstract state of `s`.
     pub fn abstract_state(&self, s: &GlobalState) -> u64 {
+        // Every variable some node reports whose name passes `keep`, once each, sorted.
+        let reported = |keep: fn(&str) -> bool| -> BTreeSet<String> {
+            s.nodes
+                .iter()
+                .flat_map(|n| n.vars.keys().filter(|k| keep(k)).cloned())
+                .collect()
+        };
         let names: Vec<String> = match &self.vars {
             // What crash-point writes put on disk survives a crash too (`disk::with_contents`).
-            Some(v) => {
-                let mut names = v.clone();
-                let mut disk: Vec<String> = s
-                    .nodes
-                    .iter()
-                    .flat_map(|n| n.vars.keys().filter(|k| k.starts_with("disk:")).cloned())
-                    .collect();
-                disk.sort();
-                disk.dedup();
-                names.extend(disk);
-                names
-            }
-            None => {
-                let mut all: Vec<String> = s
-                    .nodes
-                    .iter()
-                    .flat_map(|n| n.vars.keys().cloned())
-                    .collect();
-                all.sort();
-                all.dedup();
-                all
-            }
+            Some(v) => v
+                .iter()
+                .cloned()
+                .chain(reported(|k| k.starts_with("disk:")))
+                .collect(),
+            None => reported(|_| true).into_iter().collect(),
         };
         let mut nodes: Vec<NodeView> = s
             .nodes
