@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
+use clap::builder::TypedValueParser;
 use clap::{Parser, Subcommand};
 use flymc::progress::Reporter;
 use flymc::summary;
@@ -21,7 +22,7 @@ use flymc_core::replay::{replay, workload_for, ReplayOutcome};
 use flymc_core::run::Run;
 use flymc_core::workloads;
 use flymc_core::CrashPoints;
-use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
+use flymc_strategies::{FlymcOptions, StrategyContext, StrategyKind};
 
 #[derive(Parser)]
 #[command(
@@ -176,8 +177,9 @@ struct RunArgs {
     #[arg(long)]
     workload: String,
     /// Exploration strategy [default: portfolio, or dfs with --stateless].
-    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(strategy::NAMES))]
-    strategy: Option<String>,
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(StrategyKind::names())
+        .map(|s| s.parse::<StrategyKind>().expect("clap checked the name")))]
+    strategy: Option<StrategyKind>,
     /// Stop after this many paths.
     #[arg(long, value_name = "N")]
     max_paths: Option<u64>,
@@ -461,17 +463,17 @@ fn dispatch(cli: Cli) -> Result<u8> {
 impl RunArgs {
     /// The strategy asked for, or the default: the portfolio (dfs for `--stateless`, the
     /// paper's naive DFS, which only dfs has).
-    fn strategy(&self) -> &str {
-        match &self.strategy {
+    fn strategy(&self) -> StrategyKind {
+        match self.strategy {
             Some(s) => s,
-            None if self.stateless => "dfs",
-            None => "portfolio",
+            None if self.stateless => StrategyKind::Dfs,
+            None => StrategyKind::Portfolio,
         }
     }
 }
 
 fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
-    if args.stateless && args.strategy() != "dfs" {
+    if args.stateless && args.strategy() != StrategyKind::Dfs {
         anyhow::bail!(
             "--stateless only applies to --strategy dfs (got `{}`); drop it or use dfs",
             args.strategy()
@@ -492,8 +494,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     workload.system_file = system.file();
     zookeeper_overrides(&args, &mut workload)?;
     workloads::check_expect(system.as_ref(), &workload)?;
-    let needs_sets = matches!(args.strategy(), "samc" | "flymc" | "portfolio");
-    let sets = if needs_sets || args.sets.is_some() {
+    let sets = if args.strategy().uses_sets() || args.sets.is_some() {
         systems::load_sets(system.as_ref(), &workload, args.sets.as_deref())?
     } else {
         None
@@ -515,7 +516,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         disk_state: !args.ablation.no_disk_state,
         pct_depth: args.depth,
     };
-    let mut strat = strategy::build(args.strategy(), &ctx)?;
+    let mut strat = args.strategy().build(&ctx)?;
     let cfg = ExploreConfig {
         max_paths: args.max_paths,
         check_determinism: args.check_determinism,
@@ -598,9 +599,10 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
                     workload.name,
                     args.strategy()
                 ));
-                saved = PathFile::from_run(&workload, args.strategy(), args.seed, number, run)
-                    .save(&file)
-                    .map_err(Into::into);
+                saved =
+                    PathFile::from_run(&workload, args.strategy().name(), args.seed, number, run)
+                        .save(&file)
+                        .map_err(Into::into);
             }
         },
     );
@@ -621,7 +623,8 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             args.strategy(),
             number
         ));
-        PathFile::from_run(&workload, args.strategy(), args.seed, *number, run).save(&file)?;
+        PathFile::from_run(&workload, args.strategy().name(), args.seed, *number, run)
+            .save(&file)?;
         report_violation(*number, run, &file);
     }
     if args.keep_going && outcome.violation.is_some() {
@@ -749,7 +752,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             &outcome,
             system.name(),
             &workload.name,
-            args.strategy(),
+            args.strategy().name(),
             args.seed,
         );
         s.stopped = stopped;

@@ -7,7 +7,7 @@ use super::StrategyContext;
 
 pub fn new(ctx: &StrategyContext) -> Dpor<SameNode> {
     Dpor::new(
-        "brdpor",
+        crate::StrategyKind::Brdpor.name(),
         SameNode,
         DporOptions {
             bound: Some(ctx.bound),

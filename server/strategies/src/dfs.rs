@@ -94,7 +94,7 @@ fn bump(spent: (u32, u32), kind: EventKind) -> (u32, u32) {
 
 impl Strategy for Dfs {
     fn name(&self) -> &'static str {
-        "dfs"
+        crate::StrategyKind::Dfs.name()
     }
 
     fn next_plan(&mut self) -> Option<Plan> {

@@ -44,7 +44,7 @@ impl Fair {
 
 impl Strategy for Fair {
     fn name(&self) -> &'static str {
-        "fair"
+        crate::StrategyKind::Fair.name()
     }
 
     /// Never exhausts: every path after the first is a fresh draw.

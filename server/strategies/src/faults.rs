@@ -119,7 +119,7 @@ impl Faults {
 
 impl Strategy for Faults {
     fn name(&self) -> &'static str {
-        "faults"
+        crate::StrategyKind::Faults.name()
     }
 
     fn next_plan(&mut self) -> Option<Plan> {

@@ -18,7 +18,7 @@ impl Dependence for SameNode {
 
 pub fn new(ctx: &StrategyContext) -> Dpor<SameNode> {
     Dpor::new(
-        "mdpor",
+        crate::StrategyKind::Mdpor.name(),
         SameNode,
         DporOptions {
             seed: ctx.seed,

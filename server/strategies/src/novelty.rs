@@ -171,7 +171,7 @@ impl NoveltySearch {
 
 impl Strategy for NoveltySearch {
     fn name(&self) -> &'static str {
-        "novelty"
+        crate::StrategyKind::Novelty.name()
     }
 
     /// Never exhausts: every path is a fresh draw from some prefix.

@@ -39,7 +39,7 @@ impl Pct {
 
 impl Strategy for Pct {
     fn name(&self) -> &'static str {
-        "pct"
+        crate::StrategyKind::Pct.name()
     }
 
     /// Never exhausts: like random walks, it runs until the path budget or a bug.

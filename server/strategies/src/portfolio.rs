@@ -85,7 +85,7 @@ pub fn member_for(path: u64, n: usize) -> usize {
 
 impl Strategy for Portfolio {
     fn name(&self) -> &'static str {
-        "portfolio"
+        crate::StrategyKind::Portfolio.name()
     }
 
     fn next_plan(&mut self) -> Option<Plan> {

@@ -21,7 +21,7 @@ impl RandomWalk {
 
 impl Strategy for RandomWalk {
     fn name(&self) -> &'static str {
-        "random"
+        crate::StrategyKind::Random.name()
     }
 
     /// Never exhausts: random search runs until the path budget is spent or a bug is found.

@@ -8,7 +8,7 @@ pub const RANDOM_EVERY: u64 = 50;
 
 pub fn new(ctx: &StrategyContext) -> Dpor<SameNode> {
     Dpor::new(
-        "rdpor",
+        crate::StrategyKind::Rdpor.name(),
         SameNode,
         DporOptions {
             random_every: Some(RANDOM_EVERY),

@@ -71,7 +71,7 @@ impl Dependence for SamcRules {
 
 pub fn new(sets: SetsFile, sym: Symmetry, seed: u64) -> Dpor<SamcRules> {
     Dpor::new(
-        "samc",
+        crate::StrategyKind::Samc.name(),
         SamcRules {
             sets: Arc::new(sets),
             sym,

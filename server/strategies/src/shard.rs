@@ -21,8 +21,8 @@ use super::{Strategy, StrategyStats};
 pub const DEPTH: usize = 2;
 
 /// Strategies that [`Sharded`] splits soundly.
-pub fn shards_by_branches(name: &str) -> bool {
-    name == "dfs"
+pub fn shards_by_branches(kind: crate::StrategyKind) -> bool {
+    kind == crate::StrategyKind::Dfs
 }
 
 pub struct Sharded {

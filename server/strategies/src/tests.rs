@@ -111,7 +111,10 @@ fn violations_are_found_and_stop_the_search() {
     let w = workload(2, "[[0, 1], [1, -1]]", "[params.x]\n");
     let mut w = w;
     w.params.insert("limit".into(), 2.into());
-    for s in NAMES.iter().filter(|s| !matches!(**s, "samc" | "flymc")) {
+    for s in StrategyKind::all()
+        .filter(|k| !k.requires_sets())
+        .map(StrategyKind::name)
+    {
         let (paths, _, v) = count(s, &w);
         assert_eq!((paths, v.as_deref()), (1, Some("counter-below")), "{s}");
     }
@@ -506,7 +509,7 @@ fn every_strategy_takes_runs_that_ended_in_a_hang_or_a_node_exit() {
                 run.ending,
                 Ending::Hang { .. } | Ending::Exited { .. }
             ));
-            for name in NAMES {
+            for name in StrategyKind::names() {
                 for stateless_dfs in [false, true] {
                     let ctx = StrategyContext {
                         workload: &w,
@@ -799,4 +802,13 @@ fn a_deadline_stops_handing_out_paths_without_claiming_exhaustion() {
     };
     let out = explore(&TinySystem, &w, s.as_mut(), &cfg, &mut |_| {}).unwrap();
     assert_eq!((out.paths, out.exhausted), (0, false));
+}
+
+#[test]
+fn the_strategy_table_lists_every_kind_once_in_declaration_order() {
+    for (i, t) in TABLE.iter().enumerate() {
+        assert_eq!(t.kind as usize, i, "{}", t.name);
+        assert_eq!(t.name.parse::<StrategyKind>().unwrap(), t.kind);
+    }
+    assert!("nope".parse::<StrategyKind>().is_err());
 }

@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::systems;
 use flymc_core::explore::{explore, ExploreConfig, Outcome};
 use flymc_core::workloads;
-use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
+use flymc_strategies::{FlymcOptions, StrategyContext, StrategyKind};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -170,7 +170,7 @@ struct Job {
     system: String,
     workload: Workload,
     label: String,
-    strategy: &'static str,
+    strategy: StrategyKind,
     flymc: FlymcOptions,
     cache: bool,
     seed: u64,
@@ -196,7 +196,7 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         disk_state: true,
         pct_depth: 3,
     };
-    let mut strat = strategy::build(job.strategy, &ctx)?;
+    let mut strat = job.strategy.build(&ctx)?;
     let ecfg = ExploreConfig {
         max_paths: Some(cfg.cap),
         check_determinism: false,
@@ -245,6 +245,11 @@ fn selected(cfg: &BenchConfig, name: &str) -> bool {
     cfg.only.is_empty() || cfg.only.iter().any(|o| o == name)
 }
 
+/// The strategies the bench compares, in the table's order.
+fn compared() -> impl Iterator<Item = StrategyKind> {
+    StrategyKind::all().filter(|s| s.is_compared())
+}
+
 fn strategy_selected(cfg: &BenchConfig, name: &str) -> bool {
     cfg.strategies.is_empty() || cfg.strategies.iter().any(|s| s == name)
 }
@@ -286,26 +291,19 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
         .chain(EXHAUSTION.iter().map(|(_, name)| name.to_string()))
         .collect();
     check_names("benchmark workload", "--only", &cfg.only, &known)?;
-    let names: Vec<String> = strategy::COMPARED.iter().map(|s| s.to_string()).collect();
+    let names: Vec<String> = compared().map(|s| s.name().to_string()).collect();
     check_names("compared strategy", "--strategies", &cfg.strategies, &names)?;
     // Section 0: bugs.
     for (system, w, expect) in &bugs {
         if selected(cfg, &w.name) {
-            for &s in strategy::COMPARED
-                .iter()
-                .filter(|s| strategy_selected(cfg, s))
-            {
-                let seeds = if strategy::is_randomized(s) {
-                    cfg.seeds
-                } else {
-                    1
-                };
+            for s in compared().filter(|s| strategy_selected(cfg, s.name())) {
+                let seeds = if s.is_randomized() { cfg.seeds } else { 1 };
                 for seed in 0..seeds {
                     jobs.push(Job {
                         section: 0,
                         system: system.to_string(),
                         workload: w.clone(),
-                        label: s.into(),
+                        label: s.name().into(),
                         strategy: s,
                         flymc: FlymcOptions::default(),
                         cache: true,
@@ -322,15 +320,12 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
             continue;
         }
         let w = load(system, name)?;
-        for &s in strategy::COMPARED
-            .iter()
-            .filter(|s| !strategy::never_exhausts(s) && strategy_selected(cfg, s))
-        {
+        for s in compared().filter(|s| s.can_exhaust() && strategy_selected(cfg, s.name())) {
             jobs.push(Job {
                 section: 1,
                 system: system.into(),
                 workload: w.clone(),
-                label: s.into(),
+                label: s.name().into(),
                 strategy: s,
                 flymc: FlymcOptions::default(),
                 cache: true,
@@ -341,7 +336,7 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
     }
     // Section 2: ablations on the bug and exhaustion workloads.
     let mut ablation_targets: Vec<(String, Workload)> = Vec::new();
-    for j in jobs.iter().filter(|j| j.strategy == "flymc") {
+    for j in jobs.iter().filter(|j| j.strategy == StrategyKind::Flymc) {
         ablation_targets.push((j.system.clone(), j.workload.clone()));
     }
     for (system, w) in ablation_targets {
@@ -352,7 +347,7 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
                 system: system.clone(),
                 workload: w.clone(),
                 label: label.into(),
-                strategy: "flymc",
+                strategy: StrategyKind::Flymc,
                 flymc: opts,
                 cache,
                 seed: 0,

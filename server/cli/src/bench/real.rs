@@ -17,7 +17,7 @@ use flymc_core::workloads;
 use flymc_core::CrashPoints;
 use flymc_model::EventId;
 use flymc_real::RealOptions;
-use flymc_strategies::{self as strategy, FlymcOptions, StrategyContext};
+use flymc_strategies::{FlymcOptions, StrategyContext, StrategyKind};
 use serde::Serialize;
 
 use crate::summary::paths_per_sec;
@@ -42,7 +42,7 @@ pub struct RealBenchConfig {
 /// the one whose paths share prefixes (the portfolio's pct and novelty paths share only the
 /// cluster start; `flymc run` reports their time breakdown).
 const WORKLOADS: &[(&str, &str)] = &[("zookeeper", "le-3crash"), ("raft", "le")];
-const STRATEGY: &str = "dfs";
+const STRATEGY: StrategyKind = StrategyKind::Dfs;
 
 /// One way of running: which levers are on.
 #[derive(Clone, Debug, Serialize)]
@@ -188,7 +188,7 @@ fn explore_variant(
         disk_state: true,
         pct_depth: 3,
     };
-    let mut strat = strategy::build(STRATEGY, &ctx)?;
+    let mut strat = STRATEGY.build(&ctx)?;
     let cfg = ExploreConfig {
         max_paths: Some(paths),
         jobs: v.jobs,
@@ -263,7 +263,7 @@ pub fn run(cfg: &RealBenchConfig, folder: &Path, log: &dyn Fn(&str)) -> Result<R
             rows.push(Row {
                 system: system.into(),
                 workload: workload.into(),
-                strategy: STRATEGY.into(),
+                strategy: STRATEGY.name().into(),
                 variant: v,
                 paths: out.paths,
                 seconds: out.elapsed.as_secs_f64(),

@@ -10,7 +10,7 @@ use anyhow::Result;
 use flymc_core::explore::{explore_partial, ExploreConfig, KeepLogs};
 use flymc_core::pathfile::PathFile;
 use flymc_model::{System, Workload};
-use flymc_strategies::{self as strategy, shard::Sharded, Novelty, StrategyContext};
+use flymc_strategies::{shard::Sharded, Novelty, StrategyContext, StrategyKind};
 
 use super::report::{CoveragePoint, WorkloadReport};
 use super::signature;
@@ -22,7 +22,7 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(500);
 pub struct Unit<'a> {
     pub system: &'a dyn System,
     pub workload: &'a Workload,
-    pub strategy: &'a str,
+    pub strategy: StrategyKind,
     pub seed: u64,
     /// `Some((k, n))`: only shard k's branches (systematic strategies).
     pub branches: Option<(u32, u32)>,
@@ -79,10 +79,10 @@ impl Explored {
     pub fn run(&mut self, unit: &Unit, ignore: &[String], out: &Path) -> Result<()> {
         let mut ctx = StrategyContext::for_system(unit.system, unit.workload);
         ctx.seed = unit.seed;
-        if matches!(unit.strategy, "samc" | "flymc" | "portfolio") {
+        if unit.strategy.uses_sets() {
             ctx.sets = crate::systems::load_sets(unit.system, unit.workload, None)?;
         }
-        let mut strat = strategy::build(unit.strategy, &ctx)?;
+        let mut strat = unit.strategy.build(&ctx)?;
         if let Some((k, n)) = unit.branches {
             strat = Box::new(Sharded::new(strat, k, n));
         }
@@ -149,7 +149,8 @@ impl Explored {
                 }
                 let Some(v) = &run.violation else { return };
                 let keep = !ignore.contains(&v.property) && saved.is_ok();
-                let path = PathFile::from_run(unit.workload, unit.strategy, unit.seed, number, run);
+                let path =
+                    PathFile::from_run(unit.workload, unit.strategy.name(), unit.seed, number, run);
                 let id = signature::of(&path).map(|s| signature::id(&s));
                 match id.filter(|id| keep && !found.contains_key(id)) {
                     Some(id) => {

@@ -27,7 +27,7 @@ use anyhow::{Context, Result};
 use flymc_core::pathfile::PathFile;
 use flymc_core::workloads;
 use flymc_model::{System, Workload};
-use flymc_strategies as strategy;
+use flymc_strategies::StrategyKind;
 
 use crate::systems;
 use campaign::{Campaign, Flags};
@@ -154,7 +154,7 @@ pub fn run(args: HuntArgs, folder: Option<&Path>) -> Result<u8> {
     let mut explored: Vec<Explored> = Vec::new();
     let mut interrupted = false;
     for w in &work {
-        let mut e = Explored::new(w.system.name(), &w.workload.name, &w.strategy);
+        let mut e = Explored::new(w.system.name(), &w.workload.name, w.strategy.name());
         for &seed in &w.seeds {
             if interrupted {
                 break;
@@ -166,7 +166,7 @@ pub fn run(args: HuntArgs, folder: Option<&Path>) -> Result<u8> {
             let unit = Unit {
                 system: w.system.as_ref(),
                 workload: &w.workload,
-                strategy: &w.strategy,
+                strategy: w.strategy,
                 seed,
                 branches: w.branches,
                 max_paths: campaign.budget.paths,
@@ -249,7 +249,7 @@ pub fn exit_code(report: &HuntReport) -> u8 {
 struct Work {
     system: Box<dyn System>,
     workload: Workload,
-    strategy: String,
+    strategy: StrategyKind,
     /// The seeds this hunt (or shard) runs.
     seeds: Vec<u64>,
     /// Shard k of n of a systematic strategy's branches.
@@ -264,24 +264,19 @@ fn resolve(
 ) -> Result<Vec<Work>> {
     let mut work = Vec::new();
     for t in &campaign.targets {
-        if !strategy::NAMES.contains(&t.strategy.as_str()) {
-            anyhow::bail!(
-                "unknown strategy `{}` for {}; valid strategies: {}",
-                t.strategy,
-                t.system,
-                strategy::NAMES.join(", ")
-            );
-        }
-        let randomized = strategy::is_randomized(&t.strategy);
-        if shard.is_some() && !randomized && !strategy::shard::shards_by_branches(&t.strategy) {
+        let kind: StrategyKind = t
+            .strategy
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{e} (for {})", t.system))?;
+        let randomized = kind.is_randomized();
+        if shard.is_some() && !randomized && !flymc_strategies::shard::shards_by_branches(kind) {
             anyhow::bail!(
                 "--shard cannot split `{}` soundly: randomized strategies are split by seeds and dfs by its first branches; hunt {} with dfs or a randomized strategy ({})",
                 t.strategy,
                 t.system,
-                strategy::NAMES
-                    .iter()
-                    .filter(|s| strategy::is_randomized(s))
-                    .copied()
+                StrategyKind::all()
+                    .filter(|s| s.is_randomized())
+                    .map(StrategyKind::name)
                     .collect::<Vec<_>>()
                     .join(", ")
             );
@@ -317,7 +312,7 @@ fn resolve(
             work.push(Work {
                 system,
                 workload,
-                strategy: t.strategy.clone(),
+                strategy: kind,
                 seeds,
                 branches,
             });

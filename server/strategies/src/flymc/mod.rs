@@ -165,7 +165,7 @@ impl Flymc {
 
 impl Strategy for Flymc {
     fn name(&self) -> &'static str {
-        "flymc"
+        crate::StrategyKind::Flymc.name()
     }
 
     fn next_plan(&mut self) -> Option<Plan> {
