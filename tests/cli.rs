@@ -1,6 +1,6 @@
 //! Bad input gets one clear line, exit 2, and no panic; the listing commands work.
 
-mod common;
+use crate::common;
 
 use common::{assert_one_line_error, flymc_in};
 

@@ -2,10 +2,9 @@
 //! `flymc run` finds (a Raft safety bug, ZOOKEEPER-1419's livelock) and on a recorded path of
 //! real async-raft nodes, comparing what it shows with what the path file recorded.
 
-#[path = "common/programs.rs"]
-mod support;
+use crate::support;
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,8 +3,7 @@
 //! Every test has its own server on a free port, its own node ports and run directory, so they
 //! run in parallel; nothing here sleeps to synchronise.
 
-#[path = "common/programs.rs"]
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

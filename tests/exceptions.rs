@@ -6,9 +6,8 @@
 //!
 //! The ZooKeeper test needs `flymc setup zookeeper` done; the demo tests build the demo node.
 
-mod common;
-#[path = "common/programs.rs"]
-mod support;
+use crate::common;
+use crate::support;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! Exploration end to end: determinism on every simulated target, exhaustion of the fixed
 //! variants without violation, and the FlyMC soundness experiment (§7.3c).
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

@@ -2,10 +2,9 @@
 //! faults are offered under (`[faults] when`), on zk-le-sim and on real openraft nodes, and
 //! both recorded in path files that replay checks.
 
-#[path = "common/programs.rs"]
-mod support;
+use crate::support;
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

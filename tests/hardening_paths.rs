@@ -3,7 +3,7 @@
 //! Each test edits a path recorded on a simulated system (or one of `tests/paths/`) the way a
 //! careless or hostile user might, and expects one clear line and exit 2 before anything runs.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

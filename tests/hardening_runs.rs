@@ -5,10 +5,9 @@
 //! of its own), its own output folder, so the tests run side by side. They wait for files to
 //! appear (with a deadline), never sleep to synchronise.
 
-#[path = "common/programs.rs"]
-mod support;
+use crate::support;
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

@@ -2,7 +2,7 @@
 //! fixed, then regressed when the bug comes back; shards joined by `hunt merge` equal one
 //! unsharded hunt; bad input is one line and exit 2.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! table, the coverage plots and one sequence diagram per finding, new findings first; a
 //! finding whose path file is gone is said so in the page.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

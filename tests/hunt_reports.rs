@@ -4,7 +4,7 @@
 //! (from pytest's sdist, validated with `xmllint`; see tests/common/reports.rs). Both validators must also reject a broken file,
 //! so a validator that accepts anything cannot pass this test.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -4,10 +4,9 @@
 //! real Raft cluster, where concurrent clusters must not share an address, port, data
 //! directory or event server.
 
-#[path = "common/programs.rs"]
-mod support;
+use crate::support;
 
-mod common;
+use crate::common;
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,7 +2,7 @@
 //! reported, with their critical transition in the path file), and the `fair` strategy's
 //! livelocks and good-samaritan violations.
 
-mod common;
+use crate::common;
 
 use common::{flymc_in, path_file};
 use flymc_core::executor::Executor;

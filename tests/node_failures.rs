@@ -3,8 +3,7 @@
 //! with a path file that replays, the node logs kept beside it, and the exploration goes on.
 //! Real processes of the hook crate's demo node; each test has its own server, ports and dirs.
 
-#[path = "common/programs.rs"]
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -3,10 +3,9 @@
 //! port and its own run directories, so they run in parallel; nothing here sleeps to
 //! synchronise.
 
-#[path = "common/programs.rs"]
-mod support;
+use crate::support;
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

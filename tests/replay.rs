@@ -2,7 +2,7 @@
 //! violation; path files that are corrupt, of another version, or whose workload changed are
 //! refused with one clear line.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! rendered by headless Chromium still has them after the browser parsed it; bad input is one
 //! line and exit 2.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! replays to the same property, it never holds more faults than the original, and what a user
 //! can get wrong is refused with one line and exit 2.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

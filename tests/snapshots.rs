@@ -5,7 +5,7 @@
 //! executor's back: what is under test is the executor's side (which steps it takes from the
 //! snapshot's run, its books), the same for the real target's CRIU snapshots.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

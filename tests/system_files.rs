@@ -3,14 +3,12 @@
 //! file under `systems/` is listed and found by name; bad files and a start command that exits
 //! at once are one line and exit 2.
 
-mod common;
-#[path = "common/programs.rs"]
-mod programs;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
+use crate::support::node_program;
 use common::{assert_one_line_error, flymc_in, found};
-use programs::node_program;
 
 fn raftrs() -> PathBuf {
     node_program("flymc-raftrs-node", "flymc-raftrs-node");

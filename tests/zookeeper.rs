@@ -5,7 +5,7 @@
 //! They need `flymc setup zookeeper --docker` done (CI runs it first); a missing setup fails
 //! them with the setup's own message.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

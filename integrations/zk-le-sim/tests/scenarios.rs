@@ -1,7 +1,7 @@
 //! Schedules driven through the `Target` trait: the happy path, ZOOKEEPER-1419's livelock and
 //! the fixed predicate under the same schedule, crashes and reboots, determinism, bad params.
 
-mod common;
+use crate::common;
 
 use common::*;
 use flymc_model::{EventKind, GlobalState, System, Workload};

@@ -2,7 +2,7 @@
 //! variable an event changes is in its entry's update set, every persistent write is in its disk
 //! set, and an entry that says it emits nothing creates no event.
 
-mod common;
+use crate::common;
 
 use common::*;
 use flymc_model::sets::{Known, SetsFile};
