@@ -73,6 +73,64 @@ fn negative_budget_is_named() {
     assert_one_line_error(&r, "faults.crashes is -1, but it must be 0 or more");
 }
 
+/// Issue 43: numbers past what flymc can do are refused with their limit, not truncated or
+/// panicked on: `bench --seeds 18446744073709551615` pushed that many jobs (exit 101).
+#[test]
+fn numbers_past_their_limits_are_refused_with_the_limit() {
+    let d = tmp();
+    let max = "18446744073709551615";
+    for (args, says) in [
+        (
+            vec!["bench", "--seeds", max, "--cap", "1", "--only", "cass-1"],
+            "is not in 1..=10000",
+        ),
+        (
+            vec!["bench", "--jobs", max, "--cap", "1", "--only", "cass-1"],
+            "is not in 1..=256",
+        ),
+        (vec!["bench", "hooks", "--nodes", max], "is not in 1..=250"),
+        (
+            vec!["bench", "hooks", "--events", max],
+            "is not in 1..=100000",
+        ),
+        (
+            vec![
+                "run",
+                "--system",
+                "raft-sim",
+                "--workload",
+                "raft-bug",
+                "--walk-depth",
+                max,
+            ],
+            "is not in 0..=100000",
+        ),
+    ] {
+        let r = flymc_in(d.path(), &args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.all());
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+        assert!(!r.all().contains("panicked"), "{}", r.all());
+    }
+    let src =
+        std::fs::read_to_string(common::workloads().join("cassandra-sim/cass-5.toml")).unwrap();
+    let f = d.path().join("big.toml");
+    std::fs::write(&f, src.replace("crashes = 1", "crashes = 4294967297")).unwrap();
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            f.to_str().unwrap(),
+        ],
+    );
+    assert_one_line_error(
+        &r,
+        "faults.crashes is 4294967297, but it may be at most 100000",
+    );
+}
+
 #[test]
 fn workload_for_another_system_is_refused() {
     let d = tmp();
