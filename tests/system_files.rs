@@ -293,7 +293,7 @@ fn a_setup_check_that_never_ends_is_killed_with_what_it_started() {
     );
     assert_one_line_error(
         &r,
-        "system.toml:13:16: [[check]] timeout_secs = 0: give 1 to 3600 seconds",
+        "system.toml:12:16: [[check]] timeout_secs = 0: give 1 to 3600 seconds",
     );
 }
 

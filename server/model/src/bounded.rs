@@ -38,7 +38,7 @@ impl From<BoundedError> for std::io::Error {
 
 /// `1 MiB`, `16 MiB`, or bytes below a MiB.
 pub fn shown(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && (bytes >> 20) << 20 == bytes {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{bytes} bytes")
