@@ -51,17 +51,16 @@ fn malformed_toml_names_file_line_and_column() {
     assert!(r.stderr.contains("malformed workload TOML"), "{}", r.stderr);
 }
 
-#[test]
-fn negative_budget_is_named() {
-    let d = tmp();
+/// `flymc run` of cassandra-sim's cass-5 with `from` replaced by `to`, as a workload file.
+fn run_cass5_edited(dir: &std::path::Path, from: &str, to: &str) -> common::Ran {
     let src =
         std::fs::read_to_string(common::workloads().join("cassandra-sim/cass-5.toml")).unwrap();
-    let f = d.path().join("neg.toml");
-    let bad = src.replace("crashes = 1", "crashes = -1");
-    assert_ne!(bad, src, "cass-5 has a crash budget to break");
+    let f = dir.join("edited.toml");
+    let bad = src.replace(from, to);
+    assert_ne!(bad, src, "cass-5 has `{from}` to edit");
     std::fs::write(&f, bad).unwrap();
-    let r = flymc_in(
-        d.path(),
+    flymc_in(
+        dir,
         &[
             "run",
             "--system",
@@ -69,8 +68,59 @@ fn negative_budget_is_named() {
             "--workload",
             f.to_str().unwrap(),
         ],
-    );
+    )
+}
+
+#[test]
+fn negative_budget_is_named() {
+    let d = tmp();
+    let r = run_cass5_edited(d.path(), "crashes = 1", "crashes = -1");
     assert_one_line_error(&r, "faults.crashes is -1, but it must be 0 or more");
+}
+
+/// Issue 43: numbers past what flymc can do are refused with their limit, not truncated or
+/// panicked on: `bench --seeds 18446744073709551615` pushed that many jobs (exit 101).
+#[test]
+fn numbers_past_their_limits_are_refused_with_the_limit() {
+    let d = tmp();
+    let max = "18446744073709551615";
+    for (args, says) in [
+        (
+            vec!["bench", "--seeds", max, "--cap", "1", "--only", "cass-1"],
+            "is not in 1..=10000",
+        ),
+        (
+            vec!["bench", "--jobs", max, "--cap", "1", "--only", "cass-1"],
+            "is not in 1..=256",
+        ),
+        (vec!["bench", "hooks", "--nodes", max], "is not in 1..=250"),
+        (
+            vec!["bench", "hooks", "--events", max],
+            "is not in 1..=100000",
+        ),
+        (
+            vec![
+                "run",
+                "--system",
+                "raft-sim",
+                "--workload",
+                "raft-bug",
+                "--walk-depth",
+                max,
+            ],
+            "is not in 0..=100000",
+        ),
+    ] {
+        let r = flymc_in(d.path(), &args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.all());
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+        assert!(!r.all().contains("panicked"), "{}", r.all());
+    }
+    let r = run_cass5_edited(d.path(), "crashes = 1", "crashes = 4294967297");
+    assert_one_line_error(
+        &r,
+        "faults.crashes is 4294967297, but it may be at most 100000",
+    );
 }
 
 #[test]

@@ -287,6 +287,48 @@ fn shards_merged_equal_one_unsharded_hunt() {
     );
 }
 
+/// Issue 43: `--budget 18446744073709551615s` and `--seeds 18446744073709551615` panicked
+/// (exit 101), and `--budget 307445734561825861m` wrapped to 44 seconds; each is refused with
+/// the most it may be, before anything runs.
+#[test]
+fn budgets_and_seeds_past_their_limits_are_refused_with_the_limit() {
+    let d = tmp();
+    let dir = d.path();
+    for budget in ["18446744073709551615s", "307445734561825861m", "8785h"] {
+        assert_one_line_error(
+            &flymc_in(dir, &["hunt", "--system", "raft-sim", "--budget", budget]),
+            &format!("budget `{budget}` is longer than the 8784h a budget may give (366 days)"),
+        );
+    }
+    assert_one_line_error(
+        &flymc_in(
+            dir,
+            &[
+                "hunt",
+                "--system",
+                "raft-sim",
+                "--strategy",
+                "random",
+                "--budget",
+                "1paths",
+                "--seeds",
+                "18446744073709551615",
+            ],
+        ),
+        "seeds = 18446744073709551615 for raft-sim: a target may have at most 10000 seeds",
+    );
+    std::fs::write(
+        dir.join("hunt.toml"),
+        "version = 1\nbudget = \"1paths\"\n\n[[target]]\nsystem = \"raft-sim\"\nstrategy = \"random\"\nseeds = 10001\n",
+    )
+    .unwrap();
+    assert_one_line_error(
+        &flymc_in(dir, &["hunt", "hunt.toml"]),
+        "seeds = 10001 for raft-sim: a target may have at most 10000 seeds",
+    );
+    assert!(!dir.join("flymc-hunt").exists());
+}
+
 #[test]
 fn bad_input_is_one_line_and_exit_2() {
     let d = tmp();

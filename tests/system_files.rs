@@ -223,3 +223,133 @@ fn a_failing_setup_check_is_one_line_with_its_fix() {
         "{line}"
     );
 }
+
+/// `flymc ARGS` in `dir` under coreutils' `timeout 60`: a hang ends as exit 124, not as a test
+/// that never ends.
+fn flymc_bounded(dir: &Path, args: &[&str]) -> common::Ran {
+    let out = std::process::Command::new("timeout")
+        .arg("60")
+        .arg(env!("CARGO_BIN_EXE_flymc"))
+        .args(args)
+        .current_dir(dir)
+        .env("FLYMC_WORKLOADS", common::workloads())
+        .output()
+        .expect("timeout runs");
+    common::Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Issue 43: `[[check]] run = []` was accepted and checked nothing.
+#[test]
+fn an_empty_setup_check_is_refused_at_its_line_and_column() {
+    let d = tempfile::tempdir().unwrap();
+    for run in ["[]", "[\"\"]"] {
+        let text = EXITS.replace(
+            "[state]",
+            &format!("[[check]]\nrun = {run}\nfix = \"x\"\n\n[state]"),
+        );
+        let f = user_system(d.path(), &text);
+        let r = flymc_in(
+            d.path(),
+            &["run", "--system", f.to_str().unwrap(), "--workload", "w"],
+        );
+        assert_one_line_error(&r, "system.toml:10:7: [[check]] `run` is empty");
+    }
+}
+
+/// Issue 43: a setup check that never ended hung the run. It is killed after its
+/// `timeout_secs` with what it started (its process group), and the run refused in one line.
+#[test]
+fn a_setup_check_that_never_ends_is_killed_with_what_it_started() {
+    let d = tempfile::tempdir().unwrap();
+    let text = EXITS.replace(
+        "[state]",
+        "[[check]]\nrun = [\"sh\", \"-c\", \"sleep 1000 & echo $! > sleeper; wait\"]\nfix = \"never shown\"\ntimeout_secs = 1\n\n[state]",
+    );
+    let f = user_system(d.path(), &text);
+    let r = flymc_bounded(
+        d.path(),
+        &["run", "--system", f.to_str().unwrap(), "--workload", "w"],
+    );
+    assert_one_line_error(
+        &r,
+        "setup check `sh -c sleep 1000 & echo $! > sleeper; wait` did not end within 1 s, so it was killed",
+    );
+    let pid = std::fs::read_to_string(d.path().join("systems/mine/sleeper")).unwrap();
+    // Gone, or a zombie waiting for init to reap it: either way it runs no more.
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+    assert!(stat.is_empty() || state.starts_with('Z'), "{stat}");
+    let text = text.replace("timeout_secs = 1", "timeout_secs = 0");
+    let f = user_system(d.path(), &text);
+    let r = flymc_in(
+        d.path(),
+        &["run", "--system", f.to_str().unwrap(), "--workload", "w"],
+    );
+    assert_one_line_error(
+        &r,
+        "system.toml:12:16: [[check]] timeout_secs = 0: give 1 to 3600 seconds",
+    );
+}
+
+/// Issue 43: `sets = "/dev/zero"` read until memory ran out. A sets file must be a regular
+/// file of at most 16 MiB, and a system file of at most 1 MiB.
+#[test]
+fn sets_files_that_are_devices_or_huge_are_refused_in_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let with_sets = |sets: &str| {
+        EXITS.replace(
+            "description = \"a node that cannot start\"\n",
+            &format!("description = \"a node that cannot start\"\nsets = \"{sets}\"\n"),
+        )
+    };
+    let f = user_system(d.path(), &with_sets("/dev/zero"));
+    let run = |f: &Path| {
+        flymc_bounded(
+            d.path(),
+            &["run", "--system", f.to_str().unwrap(), "--workload", "w"],
+        )
+    };
+    assert_one_line_error(
+        &run(&f),
+        "system.toml:4:8: cannot read the sets file /dev/zero: it is not a regular file but a character device; give a file",
+    );
+    // Sparse: no disk is spent, and it is refused by its size.
+    let big = d.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((16 << 20) + 1)
+        .unwrap();
+    let f = user_system(d.path(), &with_sets(big.to_str().unwrap()));
+    assert_one_line_error(
+        &run(&f),
+        "big.json: it is larger than the 16 MiB flymc reads of such a file (16777217 bytes)",
+    );
+    let r = flymc_bounded(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "raft-sim",
+            "--workload",
+            "raft-bug",
+            "--sets",
+            "/dev/zero",
+        ],
+    );
+    assert_one_line_error(
+        &r,
+        "cannot read sets file /dev/zero: it is not a regular file but a character device; give a file",
+    );
+    std::fs::File::create(&f)
+        .unwrap()
+        .set_len((1 << 20) + 1)
+        .unwrap();
+    assert_one_line_error(
+        &run(&f),
+        "system.toml: it is larger than the 1 MiB flymc reads of such a file (1048577 bytes)",
+    );
+}

@@ -967,7 +967,7 @@ fn bad_patches_variants_and_homes_are_one_line_errors() {
     );
     assert_one_line_error(
         &r,
-        "test-no-apply.diff does not apply to ZooKeeper 3.8.0's source: Hunk #1 FAILED at 741.",
+        "test-no-apply.diff does not apply to ZooKeeper 3.8.0's source: hunk #1 (patch line 6, at line 741 of zookeeper-server/src/main/java/org/apache/zookeeper/server/quorum/FastLeaderElection.java) does not match the file",
     );
     let r = setup(
         "test-no-compile",
@@ -988,6 +988,55 @@ fn bad_patches_variants_and_homes_are_one_line_errors() {
         &["--zookeeper-home", d.path().to_str().unwrap()],
     );
     assert_one_line_error(&r, "no zookeeper-*.jar in it or in its lib/");
+}
+
+/// Issue 43: a patch whose `+++` path climbs out of the source tree with `../` truncated the
+/// file it reached to 0 bytes (copied onto itself) before "does not apply"; its names are
+/// now checked before anything is read, and nothing outside the cache is touched. Needs no
+/// javac: the kept source here is two empty files, all setup looks for.
+#[test]
+fn a_patch_naming_a_file_outside_the_source_tree_touches_nothing() {
+    let d = tmp();
+    let cache = d.path().join("cache");
+    let java = cache
+        .join("src/zookeeper-3.8.0/zookeeper-server/src/main/java/org/apache/zookeeper/server");
+    std::fs::create_dir_all(java.join("quorum")).unwrap();
+    std::fs::write(java.join("ZooKeeperServer.java"), "").unwrap();
+    std::fs::write(java.join("quorum/FastLeaderElection.java"), "").unwrap();
+    let victim = d.path().join("victim.java");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let climb = format!(
+        "zookeeper-server/src/main/java/{}{}",
+        "../".repeat(64),
+        victim.to_str().unwrap().trim_start_matches('/')
+    );
+    let patch = d.path().join("evil.diff");
+    std::fs::write(
+        &patch,
+        format!("--- a/{climb}\n+++ b/{climb}\n@@ -1,1 +1,1 @@\n-nothing\n+evil\n"),
+    )
+    .unwrap();
+    let cache_env = cache.to_str().unwrap();
+    let r = flymc_env(
+        d.path(),
+        &[
+            "setup",
+            "zookeeper",
+            "--variant",
+            "evil",
+            "--patch",
+            patch.to_str().unwrap(),
+        ],
+        &[("FLYMC_CACHE", cache_env)],
+    );
+    assert_one_line_error(&r, "evil.diff is not a patch flymc applies: line 1: file name `a/zookeeper-server/src/main/java/../");
+    assert!(
+        r.stderr.contains("has `..`, `.` or empty components"),
+        "{}",
+        r.all()
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert!(!cache.join("variants").exists());
 }
 
 /// Issue 21: `--zookeeper-home` runs the ZooKeeper in that folder: one laid out as a binary

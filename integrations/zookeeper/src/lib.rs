@@ -22,6 +22,7 @@
 //! - `staggered_start`: each node's first election waits for a `start` timer, so the order in
 //!   which nodes join the election is a choice flymc explores (default false: the JVMs' race).
 
+pub mod patch;
 pub mod properties;
 pub mod setup;
 

@@ -318,36 +318,52 @@ fn ensure_source(say: &mut dyn FnMut(&str)) -> Result<PathBuf, SetupError> {
     Ok(root)
 }
 
-/// A variant's name: a folder name that is not the unmodified build's.
+/// A variant's name: a folder name (letters, digits, `.`, `-`, `_`, starting with a letter or
+/// digit, so never a build's own `.build-*` folder) that is not the unmodified build's.
 fn check_variant_name(name: &str) -> Result<(), SetupError> {
-    let ok = !name.is_empty()
-        && name != "3.8.0"
+    let ok = name.len() <= 100
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && !name.starts_with('.');
+        && name != "3.8.0";
     if ok {
         Ok(())
     } else {
-        err(format!("variant name `{name}`: use letters, digits, `-`, `_` and `.` (and not `3.8.0`, the unmodified build)"))
+        err(format!("variant name `{name}`: use letters, digits, `-`, `_` and `.`, starting with a letter or digit, at most 100 (and not `3.8.0`, the unmodified build)"))
     }
 }
 
-/// The files a unified diff changes, relative to the source root (its `+++ b/...` lines,
-/// with the first path component stripped as `patch -p1` does).
-fn patched_files(diff: &str) -> Vec<String> {
-    diff.lines()
-        .filter_map(|l| l.strip_prefix("+++ "))
-        .map(|p| p.split('\t').next().unwrap_or(p).trim())
-        .filter(|p| *p != "/dev/null")
-        .filter_map(|p| p.split_once('/').map(|(_, rest)| rest.to_string()))
-        .collect()
+/// The largest patch file setup reads (the shipped one is 1 KB).
+const MAX_PATCH_BYTES: u64 = flymc_model::bounded::MAX_CONFIG_BYTES;
+/// The largest source file a patch may change (FastLeaderElection.java is 50 KB).
+const MAX_SOURCE_BYTES: u64 = flymc_model::bounded::MAX_CONFIG_BYTES;
+
+/// The patch's files, each checked: a Java file under [`SERVER_JAVA`], its name relative with
+/// no `..` (paths as in ZooKeeper's repository, `a/` and `b/` prefixed, as `patch -p1` reads).
+fn read_patch(patch: &Path) -> Result<(String, Vec<crate::patch::FilePatch>), SetupError> {
+    let shown = patch.display();
+    let diff = flymc_model::bounded::read_text(patch, MAX_PATCH_BYTES)
+        .map_err(|e| SetupError(format!("cannot read the patch {shown}: {e}")))?;
+    let files = crate::patch::parse(&diff)
+        .map_err(|e| SetupError(format!("{shown} is not a patch flymc applies: {e}")))?;
+    if let Some(f) = files
+        .iter()
+        .find(|f| !f.path.starts_with(&format!("{SERVER_JAVA}/")) || !f.path.ends_with(".java"))
+    {
+        return err(format!("{shown} changes {}: a variant patches Java files under {SERVER_JAVA}/ (paths as in ZooKeeper's repository, `a/` and `b/` prefixed)", f.path));
+    }
+    Ok((diff, files))
 }
 
 /// `flymc setup zookeeper --variant NAME --patch FILE.diff`: apply a unified diff (paths as
 /// in ZooKeeper's repository, `patch -p1`) to 3.8.0's source, compile the Java files it
 /// changes against the Debian jars, and keep their classes where `--variant NAME` puts them
 /// first on the class path. Returns the variant's folder.
+///
+/// The name and every file the patch names are checked before anything else; the patch is
+/// applied in memory (the kept source is only read) and compiled in a folder of its own; the
+/// variant replaces one of its name only once it is built.
 pub fn build_variant(
     name: &str,
     patch: &Path,
@@ -355,76 +371,53 @@ pub fn build_variant(
 ) -> Result<PathBuf, SetupError> {
     check_variant_name(name)?;
     let shown = patch.display().to_string();
-    let diff = std::fs::read_to_string(patch)
-        .map_err(|e| SetupError(format!("cannot read the patch {shown}: {e}")))?;
-    let files = patched_files(&diff);
-    if files.is_empty() {
-        return err(format!("{shown} is not a unified diff: it has no `+++ b/FILE` line (make it with `git diff` or `diff -u`)"));
-    }
-    if let Some(f) = files
-        .iter()
-        .find(|f| !f.starts_with(&format!("{SERVER_JAVA}/")) || !f.ends_with(".java"))
-    {
-        return err(format!("{shown} changes {f}: a variant patches Java files under {SERVER_JAVA}/ (paths as in ZooKeeper's repository, `a/` and `b/` prefixed)"));
-    }
-    if which("patch").is_none() {
-        apt_install(&["patch"], say)?;
-    }
+    let (diff, files) = read_patch(patch)?;
     let src = ensure_source(say)?;
+    let patched = crate::patch::apply(&src, &files, MAX_SOURCE_BYTES).map_err(|e| {
+        SetupError(format!(
+            "{shown} does not apply to ZooKeeper 3.8.0's source: {e}"
+        ))
+    })?;
     let tmp = tempfile::tempdir().map_err(|e| SetupError(format!("temporary directory: {e}")))?;
     let io = |e: std::io::Error| SetupError(format!("variant {name}: {e}"));
-    for f in &files {
-        let from = src.join(f);
-        if from.is_file() {
-            let to = tmp.path().join(f);
-            std::fs::create_dir_all(to.parent().unwrap_or(tmp.path())).map_err(io)?;
-            std::fs::copy(&from, &to).map_err(io)?;
-        }
+    for (f, text) in &patched {
+        // `f` is checked: plain components under SERVER_JAVA, so inside `tmp`.
+        let to = tmp.path().join(f);
+        std::fs::create_dir_all(to.parent().unwrap_or(tmp.path())).map_err(io)?;
+        std::fs::write(&to, text).map_err(io)?;
     }
-    let out = Command::new("patch")
-        .args([
-            "-p1",
-            "--batch",
-            "--forward",
-            "--no-backup-if-mismatch",
-            "-r",
-            "-",
-            "-d",
-        ])
-        .arg(tmp.path())
-        .arg("-i")
-        .arg(std::fs::canonicalize(patch).map_err(io)?)
-        .output()
-        .map_err(|e| SetupError(format!("cannot run patch: {e}")))?;
-    if !out.status.success() {
-        let text = String::from_utf8_lossy(&out.stdout).to_string()
-            + &String::from_utf8_lossy(&out.stderr);
-        let why = text
-            .lines()
-            .find(|l| {
-                l.contains("FAILED")
-                    || l.contains("can't find")
-                    || l.contains("malformed")
-                    || l.contains("Reversed")
-                    || l.contains("No such file")
-            })
-            .or_else(|| text.lines().find(|l| !l.trim().is_empty()))
-            .unwrap_or("patch failed")
-            .trim()
-            .to_string();
-        return err(format!(
-            "{shown} does not apply to ZooKeeper 3.8.0's source: {why}"
-        ));
-    }
-    let classes = tmp.path().join("classes");
-    std::fs::create_dir_all(&classes).map_err(io)?;
+    let variants = crate::variant_dir(name)
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let dir = install(&variants, name, |fresh| {
+        let classes = fresh.join("classes");
+        std::fs::create_dir_all(&classes).map_err(io)?;
+        compile(name, tmp.path(), patched.keys(), &classes)?;
+        std::fs::write(fresh.join("patch.diff"), &diff).map_err(io)
+    })?;
+    say(&format!(
+        "built the {name} variant ({} patched files) in {}",
+        patched.len(),
+        dir.display()
+    ));
+    Ok(dir)
+}
+
+/// javac the patched `files` (under `tree`) against the Debian jars into `classes`.
+fn compile<'a>(
+    name: &str,
+    tree: &Path,
+    files: impl Iterator<Item = &'a String>,
+    classes: &Path,
+) -> Result<(), SetupError> {
     let mut javac = Command::new("javac");
     javac
         .args(["-nowarn", "-implicit:none", "-d"])
-        .arg(&classes)
+        .arg(classes)
         .args(["-cp", ZOOKEEPER_JAR, "-sourcepath"])
-        .arg(tmp.path().join(SERVER_JAVA))
-        .args(files.iter().map(|f| tmp.path().join(f)));
+        .arg(tree.join(SERVER_JAVA))
+        .args(files.map(|f| tree.join(f)));
     let out = javac
         .output()
         .map_err(|e| SetupError(format!("cannot run javac: {e}")))?;
@@ -435,41 +428,45 @@ pub fn build_variant(
             .find(|l| l.contains(": error:"))
             .or_else(|| text.lines().find(|l| !l.trim().is_empty()))
             .unwrap_or("javac failed");
-        let first = first.replace(&format!("{}/", tmp.path().display()), "");
+        let first = first.replace(&format!("{}/", tree.display()), "");
         return err(format!(
             "variant {name}: the patched sources do not compile: {first}"
         ));
     }
-    let dir = crate::variant_dir(name);
-    let fresh = dir.with_extension("new");
-    let _ = std::fs::remove_dir_all(&fresh);
-    std::fs::create_dir_all(&fresh).map_err(io)?;
-    std::fs::rename(&classes, fresh.join("classes"))
-        .or_else(|_| copy_dir(&classes, &fresh.join("classes")))
-        .map_err(io)?;
-    std::fs::write(fresh.join("patch.diff"), &diff).map_err(io)?;
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::rename(&fresh, &dir).map_err(io)?;
-    say(&format!(
-        "built the {name} variant ({} patched files) in {}",
-        files.len(),
-        dir.display()
-    ));
-    Ok(dir)
+    Ok(())
 }
 
-fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let p = e?.path();
-        let t = to.join(p.file_name().unwrap_or_default());
-        if p.is_dir() {
-            copy_dir(&p, &t)?;
-        } else {
-            std::fs::copy(&p, &t)?;
-        }
+/// Build variant `name` with `fill` into a fresh folder of its own in `variants` (a
+/// `.build-*` temporary folder, which no variant name can be), then put it in place of
+/// `variants/name`: a build that fails leaves the old variant, and no other variant is
+/// touched.
+fn install(
+    variants: &Path,
+    name: &str,
+    fill: impl FnOnce(&Path) -> Result<(), SetupError>,
+) -> Result<PathBuf, SetupError> {
+    let io = |e: std::io::Error| SetupError(format!("variant {name}: {e}"));
+    std::fs::create_dir_all(variants).map_err(io)?;
+    let staging = tempfile::Builder::new()
+        .prefix(".build-")
+        .tempdir_in(variants)
+        .map_err(io)?;
+    let fresh = staging.path().join("variant");
+    std::fs::create_dir(&fresh).map_err(io)?;
+    fill(&fresh)?;
+    let dir = variants.join(name);
+    let previous = staging.path().join("previous");
+    match std::fs::rename(&dir, &previous) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(e)),
     }
-    Ok(())
+    if let Err(e) = std::fs::rename(&fresh, &dir) {
+        let _ = std::fs::rename(&previous, &dir);
+        return Err(io(e));
+    }
+    // Dropping `staging` removes the previous build.
+    Ok(dir)
 }
 
 fn copy_java_files(from: &Path, to: &Path) -> Result<(), SetupError> {
@@ -512,4 +509,66 @@ pub fn build_variant_1419(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
     std::fs::write(&patch, PATCH_1419).map_err(|e| SetupError(e.to_string()))?;
     build_variant("zookeeper-1419", &patch, say)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn variant(variants: &Path, name: &str, text: &str) {
+        std::fs::create_dir_all(variants.join(name)).unwrap();
+        std::fs::write(variants.join(name).join("patch.diff"), text).unwrap();
+    }
+
+    fn text(variants: &Path, name: &str) -> String {
+        std::fs::read_to_string(variants.join(name).join("patch.diff")).unwrap_or_default()
+    }
+
+    /// Issue 43: building `keep` deleted `keep.new` (the build's own scratch name), and a
+    /// failed rebuild of `old.new` destroyed it.
+    #[test]
+    fn building_a_variant_touches_no_other_and_a_failed_build_keeps_the_old_one() {
+        let d = tempfile::tempdir().unwrap();
+        let variants = d.path();
+        variant(variants, "keep.new", "keep.new's");
+        variant(variants, "old.new", "old.new's");
+        let built = |fresh: &Path| -> Result<(), SetupError> {
+            std::fs::write(fresh.join("patch.diff"), "new").map_err(|e| SetupError(e.to_string()))
+        };
+        install(variants, "keep", built).unwrap();
+        assert_eq!(text(variants, "keep"), "new");
+        assert_eq!(text(variants, "keep.new"), "keep.new's");
+        let failed = install(variants, "old.new", |_| err("javac failed"));
+        assert_eq!(failed.unwrap_err().0, "javac failed");
+        assert_eq!(text(variants, "old.new"), "old.new's");
+        install(variants, "old.new", built).unwrap();
+        assert_eq!(text(variants, "old.new"), "new");
+        // Nothing of the builds is left beside the variants.
+        let mut left: Vec<String> = std::fs::read_dir(variants)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["keep", "keep.new", "old.new"]);
+    }
+
+    #[test]
+    fn variant_names_are_plain_folder_names() {
+        for good in ["zookeeper-1419", "keep.new", "a", "v2_fix"] {
+            assert!(check_variant_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            ".build-x",
+            "-x",
+            "_x",
+            "..",
+            "a/b",
+            "3.8.0",
+            "a b",
+            &"x".repeat(101),
+        ] {
+            assert!(check_variant_name(bad).is_err(), "{bad}");
+        }
+    }
 }

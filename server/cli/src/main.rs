@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::builder::TypedValueParser;
+use clap::builder::{RangedU64ValueParser, TypedValueParser};
 use clap::{Parser, Subcommand};
 use flymc::progress::Reporter;
 use flymc::summary;
@@ -22,6 +22,7 @@ use flymc_core::replay::{replay, workload_for, ReplayOutcome};
 use flymc_core::run::Run;
 use flymc_core::workloads;
 use flymc_core::CrashPoints;
+use flymc_model::workload::{MAX_EVENTS, MAX_NODES};
 use flymc_strategies::{FlymcOptions, StrategyContext, StrategyKind};
 
 #[derive(Parser)]
@@ -134,21 +135,24 @@ struct BenchArgs {
     #[arg(long, default_value_t = 100, value_name = "N")]
     raft_paths: u64,
     /// hooks: events to send through the server.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_EVENTS as u64))]
     events: u64,
     /// hooks: demo nodes.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2,
+          value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_NODES as u64))]
     nodes: usize,
     /// Path budget per exploration (FlyMC's Figure 8 stops at 10,000).
     #[arg(long, default_value_t = 10_000)]
     cap: u64,
     /// Seeds averaged for the random strategies.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5,
+          value_parser = clap::value_parser!(u64).range(1..=flymc::hunt::campaign::MAX_SEEDS))]
     seeds: u64,
     /// Explorations run side by side (default: the number of cores); each explores its paths
     /// one at a time (unlike `flymc run --jobs`, which runs one exploration's paths side by side).
     /// `bench real`: clusters side by side in its all-levers row (default 1, as `flymc run`).
-    #[arg(long)]
+    #[arg(long, value_parser = RangedU64ValueParser::<usize>::new().range(1..=256))]
     jobs: Option<usize>,
     /// Only these workloads (comma-separated names).
     #[arg(long, value_delimiter = ',')]
@@ -262,7 +266,8 @@ struct RunArgs {
     #[arg(long, value_name = "W", default_value_t = flymc_core::liveness::Walks::DEFAULT_WALKS)]
     walks: u32,
     /// Events per liveness walk (default: the workload's event limit).
-    #[arg(long, value_name = "D")]
+    #[arg(long, value_name = "D",
+          value_parser = RangedU64ValueParser::<usize>::new().range(0..=MAX_EVENTS as u64))]
     walk_depth: Option<usize>,
     #[command(flatten)]
     ablation: Ablation,

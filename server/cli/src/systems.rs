@@ -244,8 +244,8 @@ pub fn load_sets(
     let (label, text) = match file {
         Some(f) => (
             f.display().to_string(),
-            std::fs::read_to_string(f)
-                .map_err(|e| SetsLoadError::Io(f.display().to_string(), e))?,
+            flymc_model::bounded::read_text(f, flymc_model::bounded::MAX_SETS_BYTES)
+                .map_err(|e| SetsLoadError::Io(f.display().to_string(), e.into()))?,
         ),
         None => match system.sets_file() {
             Some(t) => (

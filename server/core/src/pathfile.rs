@@ -9,7 +9,6 @@
 //! costs a refusal, not gigabytes. Event ids must be written as flymc writes them (16
 //! lowercase hex digits) and `version` as an integer.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use flymc_model::{EventId, GlobalState, NodeId, Violation, Workload};
@@ -301,26 +300,17 @@ impl PathFile {
     }
 }
 
-/// The file's text, refusing a file over [`MAX_BYTES`] by its size before reading it, and one
-/// that grows past it (or has no size: a pipe) as it is read.
+/// The file's text, refusing a file over [`MAX_BYTES`] by its size before reading it, one
+/// that grows past it as it is read, and anything but a regular file (a pipe, a device).
 fn read_bounded(path: &Path) -> Result<String, PathFileError> {
-    let io = |e| PathFileError::Io(path.into(), e);
-    let file = std::fs::File::open(path).map_err(io)?;
-    let size = file.metadata().map_err(io)?.len();
-    if size > MAX_BYTES {
-        return Err(PathFileError::TooLarge(
+    use flymc_model::bounded::{read_text, BoundedError};
+    read_text(path, MAX_BYTES).map_err(|e| match e {
+        BoundedError::TooLarge { size, .. } => PathFileError::TooLarge(
             path.into(),
-            format!(" ({size} bytes)"),
-        ));
-    }
-    let mut text = String::new();
-    file.take(MAX_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(io)?;
-    if text.len() as u64 > MAX_BYTES {
-        return Err(PathFileError::TooLarge(path.into(), String::new()));
-    }
-    Ok(text)
+            size.map_or(String::new(), |s| format!(" ({s} bytes)")),
+        ),
+        other => PathFileError::Io(path.into(), other.into()),
+    })
 }
 
 /// What [`PathFile::load`] looks at before parsing the whole file; everything else is skipped

@@ -36,7 +36,6 @@
 
 mod params;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -51,6 +50,12 @@ pub const WORKLOAD_VERSION: i64 = 1;
 /// The largest workload file flymc reads: real ones are a few hundred bytes, and a path file
 /// may name any file as its workload.
 pub const MAX_WORKLOAD_BYTES: u64 = 1 << 20;
+/// The most nodes a workload may have: the local backend gives node `i` 127.0.k.(2+i), up to
+/// 127.0.k.251.
+pub const MAX_NODES: usize = 250;
+/// The most events a run may have: a path file holds at most this many (flymc-core's
+/// `pathfile::MAX_EVENTS`), so a longer run could not be saved or replayed.
+pub const MAX_EVENTS: usize = 100_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
@@ -192,28 +197,19 @@ pub struct Workload {
 
 impl Workload {
     /// Read and parse `path`, refusing a file over [`MAX_WORKLOAD_BYTES`] by its size before
-    /// reading it (and one that grows past it, or has no size, as it is read).
+    /// reading it (and one that grows past it as it is read), and anything but a regular file.
     pub fn load(path: &Path) -> Result<Workload, WorkloadError> {
-        let io = |source| WorkloadError::Io {
-            path: path.into(),
-            source,
-        };
-        let too_large = |size: String| WorkloadError::TooLarge {
-            path: path.into(),
-            size,
-        };
-        let file = std::fs::File::open(path).map_err(io)?;
-        let size = file.metadata().map_err(io)?.len();
-        if size > MAX_WORKLOAD_BYTES {
-            return Err(too_large(format!(" ({size} bytes)")));
-        }
-        let mut text = String::new();
-        file.take(MAX_WORKLOAD_BYTES + 1)
-            .read_to_string(&mut text)
-            .map_err(io)?;
-        if text.len() as u64 > MAX_WORKLOAD_BYTES {
-            return Err(too_large(String::new()));
-        }
+        use crate::bounded::{read_text, BoundedError};
+        let text = read_text(path, MAX_WORKLOAD_BYTES).map_err(|e| match e {
+            BoundedError::TooLarge { size, .. } => WorkloadError::TooLarge {
+                path: path.into(),
+                size: size.map_or(String::new(), |s| format!(" ({s} bytes)")),
+            },
+            other => WorkloadError::Io {
+                path: path.into(),
+                source: other.into(),
+            },
+        })?;
         Self::parse(path, &text)
     }
 
@@ -237,18 +233,21 @@ impl Workload {
                 raw.version
             )));
         }
-        let nonneg = |what: &str, v: i64| -> Result<i64, WorkloadError> {
-            if v < 0 {
-                Err(invalid(format!("{what} is {v}, but it must be 0 or more")))
-            } else {
-                Ok(v)
+        // Checked conversions: a number past its limit is refused, never truncated.
+        let within = |what: &str, v: i64, max: usize| -> Result<usize, WorkloadError> {
+            match usize::try_from(v) {
+                Ok(n) if n <= max => Ok(n),
+                _ if v < 0 => Err(invalid(format!("{what} is {v}, but it must be 0 or more"))),
+                _ => Err(invalid(format!(
+                    "{what} is {v}, but it may be at most {max}"
+                ))),
             }
         };
-        let nodes = nonneg("nodes", raw.nodes)? as usize;
+        let nodes = within("nodes", raw.nodes, MAX_NODES)?;
         if nodes == 0 {
             return Err(invalid("nodes must be at least 1".into()));
         }
-        let max_events = nonneg("max_events", raw.max_events)? as usize;
+        let max_events = within("max_events", raw.max_events, MAX_EVENTS)?;
         let faults = raw.faults.unwrap_or(RawFaults {
             crashes: 0,
             reboots: 0,
@@ -256,8 +255,9 @@ impl Workload {
             down: Vec::new(),
             when: None,
         });
-        let crashes = nonneg("faults.crashes", faults.crashes)? as u32;
-        let reboots = nonneg("faults.reboots", faults.reboots)? as u32;
+        // A fault is an event: no run has more of them than events.
+        let crashes = within("faults.crashes", faults.crashes, MAX_EVENTS)? as u32;
+        let reboots = within("faults.reboots", faults.reboots, MAX_EVENTS)? as u32;
         let node_list = |what: &str, list: Vec<i64>| -> Result<Vec<NodeId>, WorkloadError> {
             list.into_iter()
                 .map(|n| {
@@ -452,6 +452,43 @@ variant = "fixed"
             .unwrap_err()
             .to_string();
         assert!(e.contains("faults.crashes is -1"), "{e}");
+    }
+
+    #[test]
+    fn numbers_past_their_limits_are_refused_not_truncated() {
+        for (from, to, says) in [
+            (
+                "nodes = 3",
+                "nodes = 1000000000000000000",
+                "nodes is 1000000000000000000, but it may be at most 250",
+            ),
+            (
+                "max_events = 100",
+                "max_events = 9223372036854775807",
+                "max_events is 9223372036854775807, but it may be at most 100000",
+            ),
+            // 4294967297 as u32 was 1.
+            (
+                "crashes = 1",
+                "crashes = 4294967297",
+                "faults.crashes is 4294967297, but it may be at most 100000",
+            ),
+            (
+                "reboots = 1",
+                "reboots = 100001",
+                "faults.reboots is 100001, but it may be at most 100000",
+            ),
+        ] {
+            let e = Workload::parse(Path::new("x.toml"), &GOOD.replace(from, to))
+                .unwrap_err()
+                .to_string();
+            assert!(e.ends_with(says), "{e}");
+        }
+        let most = GOOD
+            .replace("nodes = 3", "nodes = 250")
+            .replace("max_events = 100", "max_events = 100000");
+        let w = Workload::parse(Path::new("x.toml"), &most).unwrap();
+        assert_eq!((w.nodes, w.max_events), (MAX_NODES, MAX_EVENTS));
     }
 
     #[test]

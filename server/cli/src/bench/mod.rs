@@ -47,7 +47,7 @@ pub fn sets_by_system(files: &[PathBuf]) -> Result<std::collections::BTreeMap<St
     }
     let mut out = std::collections::BTreeMap::new();
     for f in files {
-        let text = std::fs::read_to_string(f)
+        let text = flymc_model::bounded::read_text(f, flymc_model::bounded::MAX_SETS_BYTES)
             .with_context(|| format!("cannot read sets file {}", f.display()))?;
         let head: Head = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a sets file", f.display()))?;

@@ -41,7 +41,7 @@ pub fn run(args: &DebugArgs, folder: Option<&Path>) -> Result<u8> {
     // Read the script first: a missing one is refused before a cluster starts.
     let script = match &args.script {
         Some(f) => Some(
-            std::fs::read_to_string(f)
+            flymc_model::bounded::read_text(f, flymc_model::bounded::MAX_CONFIG_BYTES)
                 .with_context(|| format!("cannot read the script {}", f.display()))?,
         ),
         None => None,

@@ -9,14 +9,22 @@ pub struct Budget {
     pub paths: Option<u64>,
 }
 
+/// The longest time a budget may give: a year is far past any hunt, and what a deadline
+/// computed from it (`now + budget`) can hold.
+pub const MAX_TIME: Duration = Duration::from_secs(366 * 24 * 3600);
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("budget `{0}` is not a time (`120s`, `30m`, `2h`) or a path count (`500paths`), or both separated by a comma")]
-pub struct BadBudget(pub String);
+pub enum BadBudget {
+    #[error("budget `{0}` is not a time (`120s`, `30m`, `2h`) or a path count (`500paths`), or both separated by a comma")]
+    Form(String),
+    #[error("budget `{0}` is longer than the {max}h a budget may give (366 days): give a shorter time or a path count", max = MAX_TIME.as_secs() / 3600)]
+    TooLong(String),
+}
 
 impl std::str::FromStr for Budget {
     type Err = BadBudget;
     fn from_str(text: &str) -> Result<Budget, BadBudget> {
-        let bad = || BadBudget(text.to_string());
+        let bad = || BadBudget::Form(text.to_string());
         let mut b = Budget::default();
         for part in text.split(',').map(str::trim) {
             let compact: String = part.chars().filter(|c| !c.is_whitespace()).collect();
@@ -27,10 +35,10 @@ impl std::str::FromStr for Budget {
             if n == 0 {
                 return Err(bad());
             }
-            let secs = match &compact[digits..] {
-                "s" | "sec" | "secs" => n,
-                "m" | "min" | "mins" => n * 60,
-                "h" | "hour" | "hours" => n * 3600,
+            let unit = match &compact[digits..] {
+                "s" | "sec" | "secs" => 1,
+                "m" | "min" | "mins" => 60,
+                "h" | "hour" | "hours" => 3600,
                 "paths" | "path" => {
                     if b.paths.replace(n).is_some() {
                         return Err(bad());
@@ -39,7 +47,12 @@ impl std::str::FromStr for Budget {
                 }
                 _ => return Err(bad()),
             };
-            if b.time.replace(Duration::from_secs(secs)).is_some() {
+            let time = n
+                .checked_mul(unit)
+                .map(Duration::from_secs)
+                .filter(|t| *t <= MAX_TIME)
+                .ok_or_else(|| BadBudget::TooLong(text.to_string()))?;
+            if b.time.replace(time).is_some() {
                 return Err(bad());
             }
         }
@@ -77,5 +90,25 @@ mod tests {
         for bad in ["", "10", "0s", "5x", "1s,2s", "s", "10paths,3paths"] {
             assert!(bad.parse::<Budget>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn times_past_a_year_are_refused_not_wrapped() {
+        // 307445734561825861 minutes wraps to 44 seconds in u64 seconds.
+        for long in [
+            "18446744073709551615s",
+            "307445734561825861m",
+            "8785h",
+            "1000000h,5paths",
+        ] {
+            assert_eq!(
+                long.parse::<Budget>(),
+                Err(BadBudget::TooLong(long.to_string())),
+                "{long}"
+            );
+        }
+        assert_eq!("8784h".parse::<Budget>().unwrap().time, Some(MAX_TIME));
+        let many = "18446744073709551615paths".parse::<Budget>().unwrap();
+        assert_eq!(many.paths, Some(u64::MAX));
     }
 }

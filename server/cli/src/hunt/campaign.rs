@@ -26,6 +26,9 @@ use super::budget::Budget;
 pub const VERSION: u64 = 1;
 /// Seeds per workload for randomized strategies when neither file nor flags say.
 pub const DEFAULT_SEEDS: u64 = 4;
+/// The most seeds a target may ask for: each is an exploration of every workload, so more
+/// would outlast any budget (and the hunt lists them all before it starts).
+pub const MAX_SEEDS: u64 = 10_000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -95,6 +98,8 @@ pub enum CampaignError {
     NoBudget,
     #[error("seeds = 0 for {0}: give at least one seed")]
     NoSeeds(String),
+    #[error("seeds = {1} for {0}: a target may have at most {MAX_SEEDS} seeds")]
+    TooManySeeds(String, u64),
 }
 
 /// What the command line says, over the file's settings.
@@ -154,6 +159,9 @@ impl Campaign {
         if let Some(t) = targets.iter().find(|t| t.seeds == 0) {
             return Err(CampaignError::NoSeeds(t.system.clone()));
         }
+        if let Some(t) = targets.iter().find(|t| t.seeds > MAX_SEEDS) {
+            return Err(CampaignError::TooManySeeds(t.system.clone(), t.seeds));
+        }
         let budget_text = flags.budget.or(budget).ok_or(CampaignError::NoBudget)?;
         let fail_on = flags.fail_on.or(fail_on).unwrap_or_else(|| "new".into());
         if !["new", "regressed", "any"].contains(&fail_on.as_str()) {
@@ -177,7 +185,8 @@ impl Campaign {
 
 fn parse(file: &Path) -> Result<File, CampaignError> {
     let name = file.display().to_string();
-    let text = std::fs::read_to_string(file).map_err(|e| CampaignError::Read(name.clone(), e))?;
+    let text = flymc_model::bounded::read_text(file, flymc_model::bounded::MAX_CONFIG_BYTES)
+        .map_err(|e| CampaignError::Read(name.clone(), e.into()))?;
     let parsed: File = toml::from_str(&text).map_err(|e| {
         let (line, column) = e
             .span()

@@ -61,7 +61,9 @@ impl Corpus {
                 if !item.path().is_dir() || !file.is_file() {
                     continue;
                 }
-                let text = std::fs::read_to_string(&file).map_err(read)?;
+                let text =
+                    flymc_model::bounded::read_text(&file, flymc_model::bounded::MAX_CONFIG_BYTES)
+                        .map_err(|e| read(e.into()))?;
                 let entry: Entry = serde_json::from_str(&text)
                     .map_err(|e| CorpusError::Bad(file.display().to_string(), e.to_string()))?;
                 entries.insert(entry.id.clone(), entry);

@@ -20,7 +20,8 @@ pub fn run(
     let mut states: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     for dir in shards {
         let file = dir.join("hunt.json");
-        let text = std::fs::read_to_string(&file).with_context(|| {
+        let text = flymc_model::bounded::read_text(&file, flymc_model::bounded::MAX_REPORT_BYTES)
+            .with_context(|| {
             format!(
                 "cannot read {}: is {} the output folder of a `flymc hunt` run?",
                 file.display(),
@@ -40,7 +41,8 @@ pub fn run(
         }
         let s = dir.join("states.json");
         let shard_states: BTreeMap<String, BTreeSet<u64>> = serde_json::from_str(
-            &std::fs::read_to_string(&s).with_context(|| format!("cannot read {}", s.display()))?,
+            &flymc_model::bounded::read_text(&s, flymc_model::bounded::MAX_REPORT_BYTES)
+                .with_context(|| format!("cannot read {}", s.display()))?,
         )
         .with_context(|| format!("{} is not a hunt's states file", s.display()))?;
         for (k, v) in shard_states {

@@ -161,7 +161,8 @@ pub fn run(args: HuntArgs, folder: Option<&Path>) -> Result<u8> {
             }
             let deadline = end.map(|end| {
                 let now = Instant::now();
-                now + end.saturating_duration_since(now) / (units - done) as u32
+                let left = u32::try_from(units - done).unwrap_or(u32::MAX);
+                now + end.saturating_duration_since(now) / left
             });
             let unit = Unit {
                 system: w.system.as_ref(),

@@ -18,7 +18,7 @@ use crate::snapshot::{Criu, PendingSnapshot, Snapshot};
 
 pub use procs::{
     cleanup_all, exit_code, install_cleanup_handler, interrupted, interrupted_by,
-    interruption_reported, live_processes, signal_name, wait_for_cleanup,
+    interruption_reported, live_processes, run_bounded, signal_name, wait_for_cleanup,
 };
 
 /// Where one node of a run lives.

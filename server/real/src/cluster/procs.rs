@@ -124,6 +124,29 @@ pub fn run(cmd: Command) -> io::Result<String> {
         .map_err(|_| io::Error::other("the process waiter thread is gone"))
 }
 
+/// [`run`] for at most `timeout`: a command that has not ended by then is killed with its
+/// whole process group (what it started too) and `Ok(None)` returned. For commands a system
+/// file names (setup checks), which must not hang a run.
+pub fn run_bounded(cmd: Command, timeout: Duration) -> io::Result<Option<String>> {
+    let (tx, rx) = mpsc::channel();
+    let pid = spawn(
+        cmd,
+        Box::new(move |how| {
+            let _ = tx.send(how);
+        }),
+    )?;
+    match rx.recv_timeout(timeout) {
+        Ok(how) => Ok(Some(how)),
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            kill_and_wait(&[pid], Duration::from_secs(5))?;
+            Ok(None)
+        }
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err(io::Error::other("the process waiter thread is gone"))
+        }
+    }
+}
+
 /// Take over `pid`, a child of flymc that flymc did not spawn itself (a process tree CRIU
 /// restored next to itself): registered, reported and reaped like a spawned node process.
 pub fn adopt(pid: u32, on_exit: OnExit) -> io::Result<()> {

@@ -11,7 +11,9 @@ mod schema;
 mod system;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use flymc_model::bounded::{read_text, MAX_CONFIG_BYTES, MAX_SETS_BYTES};
 use flymc_model::guard::Condition;
 use flymc_model::workload::line_col;
 use flymc_model::workload::{ConditionProperty, Given};
@@ -57,9 +59,18 @@ pub enum HookKind {
 /// A setup check: a command that must succeed before the first run, and what to do if not.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SetupCheck {
+    /// The program and its arguments: never empty.
     pub run: Vec<String>,
     pub fix: String,
+    /// How long it may take: past it, it is killed (with what it started) and the run refused.
+    pub timeout: Duration,
 }
+
+/// A setup check's time when its `timeout_secs` does not say: checks look for a program or a
+/// file, so a minute is far more than one needs and still ends a check that hangs.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest `timeout_secs` a check may give.
+pub const MAX_CHECK_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// How to start node programs.
 #[derive(Clone, Debug, PartialEq)]
@@ -123,8 +134,8 @@ pub struct SystemFile {
 
 impl SystemFile {
     pub fn load(file: &Path) -> Result<SystemFile, SystemFileError> {
-        let text =
-            std::fs::read_to_string(file).map_err(|e| SystemFileError::Io(file.into(), e))?;
+        let text = read_text(file, MAX_CONFIG_BYTES)
+            .map_err(|e| SystemFileError::Io(file.into(), e.into()))?;
         SystemFile::parse(file, &text)
     }
 
@@ -140,10 +151,10 @@ impl SystemFile {
         text: &str,
         embedded: &[(&str, &str)],
     ) -> Result<SystemFile, SystemFileError> {
-        let read = |rel: &str, path: &Path| -> std::io::Result<String> {
+        let read = |rel: &str, path: &Path, max: u64| -> std::io::Result<String> {
             match embedded.iter().find(|(name, _)| *name == rel) {
                 Some((_, t)) => Ok(t.to_string()),
-                None => std::fs::read_to_string(path),
+                None => Ok(read_text(path, max)?),
             }
         };
         let at = |offset: usize, message: String| {
@@ -196,12 +207,17 @@ impl SystemFile {
                     ));
                 };
                 let path = dir.join(hooks.get_ref());
-                let Ok(text) = read(hooks.get_ref(), &path) else {
-                    return Err(spanned(
+                let text = read(hooks.get_ref(), &path, MAX_CONFIG_BYTES).map_err(|e| {
+                    spanned(
                         hooks,
-                        format!("the hooks file {} does not exist", path.display()),
-                    ));
-                };
+                        match e.kind() {
+                            std::io::ErrorKind::NotFound => {
+                                format!("the hooks file {} does not exist", path.display())
+                            }
+                            _ => format!("cannot read the hooks file {}: {e}", path.display()),
+                        },
+                    )
+                })?;
                 let config = hooks_config_json(&text).map_err(|e| {
                     spanned(hooks, format!("the hooks file {}: {e}", path.display()))
                 })?;
@@ -317,7 +333,7 @@ impl SystemFile {
         let sets = match &raw.sets {
             Some(s) => {
                 let p = dir.join(s.get_ref());
-                let t = read(s.get_ref(), &p).map_err(|e| {
+                let t = read(s.get_ref(), &p, MAX_SETS_BYTES).map_err(|e| {
                     spanned(s, format!("cannot read the sets file {}: {e}", p.display()))
                 })?;
                 Some((p, t))
@@ -326,6 +342,37 @@ impl SystemFile {
         };
         for p in raw.exceptions.iter().chain(&raw.log_patterns) {
             regex_check(p.get_ref()).map_err(|m| spanned(p, m))?;
+        }
+        let mut checks = Vec::new();
+        for c in raw.checks {
+            if c.run.get_ref().first().is_none_or(|p| p.is_empty()) {
+                return Err(at(
+                    c.run.span().start,
+                    "[[check]] `run` is empty: give the program to run and its arguments, e.g. run = [\"sh\", \"-c\", \"command -v mynode\"]".into(),
+                ));
+            }
+            let timeout = match &c.timeout_secs {
+                None => CHECK_TIMEOUT,
+                Some(t) => {
+                    let secs = Duration::from_secs(*t.get_ref());
+                    if secs.is_zero() || secs > MAX_CHECK_TIMEOUT {
+                        return Err(at(
+                            t.span().start,
+                            format!(
+                                "[[check]] timeout_secs = {}: give 1 to {} seconds",
+                                t.get_ref(),
+                                MAX_CHECK_TIMEOUT.as_secs()
+                            ),
+                        ));
+                    }
+                    secs
+                }
+            };
+            checks.push(SetupCheck {
+                run: c.run.into_inner(),
+                fix: c.fix,
+                timeout,
+            });
         }
         let mut properties: Vec<ConditionProperty> = Vec::new();
         for p in &raw.properties {
@@ -387,14 +434,7 @@ impl SystemFile {
             rust: raw.rust.map(|r| r.into_inner()),
             node,
             hook,
-            checks: raw
-                .checks
-                .into_iter()
-                .map(|c| SetupCheck {
-                    run: c.run.into_inner(),
-                    fix: c.fix,
-                })
-                .collect(),
+            checks,
             params,
             optional_params,
             clients,

@@ -86,6 +86,9 @@ pub struct RawHook {
 pub struct RawCheck {
     pub run: Spanned<Vec<String>>,
     pub fix: String,
+    /// Seconds the check may take before it is killed and the run refused (default 60).
+    #[serde(default)]
+    pub timeout_secs: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]

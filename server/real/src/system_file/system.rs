@@ -202,22 +202,30 @@ impl FileSystem {
     pub fn run_checks(&self) -> Result<(), TargetError> {
         for c in &self.file.checks {
             let Some((prog, args)) = c.run.split_first() else {
-                continue;
+                continue; // the file's parse refused an empty `run`
             };
-            let ok = std::process::Command::new(prog)
-                .args(args)
+            let mut cmd = std::process::Command::new(prog);
+            cmd.args(args)
                 .current_dir(self.dir())
+                .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok {
-                return Err(TargetError::Other(format!(
-                    "{}: setup check `{}` failed: {}",
+                .stderr(std::process::Stdio::null());
+            let failed = |why: String| {
+                TargetError::Other(format!(
+                    "{}: setup check `{}` {why}",
                     self.file.file.display(),
                     c.run.join(" "),
-                    c.fix
-                )));
+                ))
+            };
+            match crate::cluster::run_bounded(cmd, c.timeout) {
+                Ok(Some(how)) if how == "exit status 0" => {}
+                Ok(Some(_)) | Err(_) => return Err(failed(format!("failed: {}", c.fix))),
+                Ok(None) => {
+                    return Err(failed(format!(
+                        "did not end within {} s, so it was killed: make it end, or give it more time with `timeout_secs` in its [[check]]",
+                        c.timeout.as_secs()
+                    )))
+                }
             }
         }
         if let HookKind::JavaAgent { .. } = self.file.hook {
