@@ -48,6 +48,11 @@
 //!                                     live node where C holds whose E is at least that one
 //! ```
 //! They need memory: [`Condition::check`] takes the property's [`Memory`].
+//!
+//! Limits (the text comes from files flymc may be handed): parentheses and calls' arguments
+//! nest at most [`MAX_NESTING`] (64) deep, a syntax error at the column that opens one more;
+//! chains of `||`, `&&`, `+`/`-` may be any length and runs of `!`/`-` any count, and are
+//! parsed and judged without recursing once per term.
 
 use std::fmt;
 
