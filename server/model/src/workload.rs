@@ -248,6 +248,12 @@ impl Workload {
         if nodes == 0 {
             return Err(invalid("nodes must be at least 1".into()));
         }
+        // Lists are built per node below: a file's number must not decide how much is allocated.
+        if nodes > MAX_NODES {
+            return Err(invalid(format!(
+                "nodes is {nodes}, but flymc checks clusters of at most {MAX_NODES} nodes"
+            )));
+        }
         let max_events = nonneg("max_events", raw.max_events)? as usize;
         let faults = raw.faults.unwrap_or(RawFaults {
             crashes: 0,
@@ -403,6 +409,9 @@ fn condition(
     Ok(c)
 }
 
+/// The most nodes a workload may ask for: far more than a model-checked cluster has.
+pub const MAX_NODES: usize = 100;
+
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
@@ -487,6 +496,16 @@ variant = "fixed"
             e.ends_with("is larger than the 1 MiB a workload file may be (1048577 bytes); check that it is the workload file you meant"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_cluster_larger_than_the_limit_is_refused_before_anything_is_built_for_it() {
+        // Found by the fuzzer (fuzz/regressions/workload/): 2^32 nodes allocated 32 GB.
+        let text = "version = 1\nsystem = \"raft-sim\"\ndescription = \"d\"\nnodes = 4294967296\nmax_events = 5\n";
+        let e = Workload::parse(Path::new("x.toml"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at most 100 nodes"), "{e}");
     }
 
     #[test]
