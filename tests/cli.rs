@@ -532,6 +532,132 @@ fn bench_sets_files_are_checked_before_running() {
     );
 }
 
+/// The property language against hostile workloads (issue 43): 5,000 nested parentheses are one
+/// line at their line and column, in `always` and in `[faults] when`; a 4,000-term `||` chain
+/// (77 KB) and 100,000 `!` are checked without exhausting the stack.
+#[test]
+fn deep_nesting_is_one_line_and_long_chains_are_checked() {
+    let d = tmp();
+    let base = std::fs::read_to_string(common::workloads().join("raft-sim/raft-1.toml")).unwrap();
+    let line = base.lines().count() + 4;
+    let run = |name: &str, extra: &str| {
+        let f = d.path().join(format!("{name}.toml"));
+        std::fs::write(&f, format!("{base}\n{extra}")).unwrap();
+        let args = [
+            "run",
+            "--system",
+            "raft-sim",
+            "--workload",
+            f.to_str().unwrap(),
+        ];
+        flymc_in(d.path(), &[&args[..], &["--max-paths", "5"]].concat())
+    };
+    let deep = format!("{}n0.id >= 0{}", "(".repeat(5000), ")".repeat(5000));
+    let r = run(
+        "deep",
+        &format!("[[property]]\nname = \"deep\"\nalways = '{deep}'\n"),
+    );
+    assert_one_line_error(
+        &r,
+        &format!("deep.toml:{line}:75: property `deep`: nested more than 64 deep"),
+    );
+    let ors = vec!["n0.id == 123456789"; 4000].join(" || ");
+    assert!(ors.len() > 77_000);
+    let r = run(
+        "ors",
+        &format!("[[property]]\nname = \"ors\"\nalways = '{ors} || n0.id >= 0'\n"),
+    );
+    assert_eq!(r.code, 0, "{}", r.all());
+    let nots = format!("{}(n0.id >= 0)", "!".repeat(100_000));
+    let r = run(
+        "nots",
+        &format!("[[property]]\nname = \"nots\"\nalways = '{nots}'\n"),
+    );
+    assert_eq!(r.code, 0, "{}", r.all());
+}
+
+/// Text flymc did not write reaches the terminal escaped (issue 43): a property's message that
+/// holds an OSC title, a bell, a C1 CSI and a `::error::` workflow command is printed inert by
+/// `run` and `replay`; a replay that diverges on such a state says so inert too; logs written
+/// to a pipe carry no colour codes.
+#[test]
+fn run_and_replay_print_what_they_did_not_write_escaped() {
+    let d = tmp();
+    let base = std::fs::read_to_string(common::workloads().join("raft-sim/raft-1.toml")).unwrap();
+    let f = d.path().join("loud.toml");
+    std::fs::write(
+        &f,
+        format!(
+            "{base}\n[[property]]\nname = \"loud\"\nalways = \"all(n.commit_index == 0) || \\\"\\u001b]0;pwned\\u0007\\u009b2J\\n::error::x\\\" == 1\"\n"
+        ),
+    )
+    .unwrap();
+    let raw = |s: &str| {
+        s.contains(['\u{1b}', '\u{7}', '\u{9b}'])
+            || s.lines().any(|l| l.trim_start().starts_with("::"))
+    };
+    let r = std::process::Command::new(env!("CARGO_BIN_EXE_flymc"))
+        .args([
+            "run",
+            "--system",
+            "raft-sim",
+            "--max-paths",
+            "30",
+            "--workload",
+        ])
+        .arg(&f)
+        .current_dir(d.path())
+        .env("FLYMC_WORKLOADS", common::workloads())
+        .env("FLYMC_LOG", "debug")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&r.stdout).into_owned(),
+        String::from_utf8_lossy(&r.stderr).into_owned(),
+    );
+    assert_eq!(r.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(!raw(&stdout) && !raw(&stderr), "{stdout}{stderr}");
+    let violation = stdout.lines().find(|l| l.starts_with("VIOLATION")).unwrap();
+    assert!(
+        violation.contains(r#""\x1b]0;pwned\x07\u{9b}2J\n::error::x" == 1"#),
+        "{violation}"
+    );
+    let ran = common::Ran {
+        code: 1,
+        stdout,
+        stderr,
+    };
+    let file = common::path_file(&ran, d.path());
+    let r = flymc_in(d.path(), &["replay", file.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(!raw(&r.all()), "{}", r.all());
+    assert!(
+        r.stdout.contains(r"reproduced: loud violated"),
+        "{}",
+        r.all()
+    );
+    // A recorded state and event the nodes will not repeat: the divergence quotes both.
+    let mut path: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    path["events"][0]["description"] = "\u{1b}[2J::warning::x".into();
+    path["states"][1]["state"]["nodes"][0]["vars"]["role"] = "\u{9b}31m\n::error::y".into();
+    let state: flymc_model::GlobalState =
+        serde_json::from_value(path["states"][1]["state"].clone()).unwrap();
+    path["states"][1]["hash"] = format!("{:016x}", state.hash()).into();
+    let bad = d.path().join("bad.json");
+    std::fs::write(&bad, path.to_string()).unwrap();
+    let r = flymc_in(d.path(), &["replay", bad.to_str().unwrap()]);
+    assert_eq!(r.code, 3, "{}", r.all());
+    assert!(!raw(&r.all()), "{}", r.all());
+    assert!(
+        r.stdout
+            .contains(r"diverged at step 0 (\x1b[2J::warning::x)"),
+        "{}",
+        r.all()
+    );
+    assert!(r.stdout.contains(r"\u{9b}31m\n::error::y"), "{}", r.all());
+}
+
 /// A workload's own `[[property]]`s, in the condition language (`count`, `unique`, `any`,
 /// `all`): one that holds leaves the run clean, one that fails is a violation whose path
 /// replays, and a condition that does not parse is one line with file, line and column.

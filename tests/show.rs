@@ -219,6 +219,106 @@ fn html_of_a_real_zookeeper_path_renders_in_chromium() {
     assert!(dom.contains("n2 (down)"), "n2 is down at the violation");
 }
 
+/// `flymc show FORMAT FILE` in `dir`, killed after a minute (a drawing that never ends fails
+/// the test rather than hanging it).
+fn show_within_a_minute(dir: &Path, format: &str, file: &Path) -> common::Ran {
+    let out = std::process::Command::new("timeout")
+        .arg("60")
+        .arg(env!("CARGO_BIN_EXE_flymc"))
+        .args(["show", "--format", format])
+        .arg(file)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    common::Ran {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Path file `file` with `edit` applied to its JSON, written as `name` in `dir`.
+fn edited(
+    dir: &Path,
+    file: &Path,
+    name: &str,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> PathBuf {
+    let mut path: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    edit(&mut path);
+    // The states keep matching their recorded hashes, so the file loads.
+    for rec in path["states"].as_array_mut().unwrap() {
+        let state: flymc_model::GlobalState = serde_json::from_value(rec["state"].clone()).unwrap();
+        rec["hash"] = format!("{:016x}", state.hash()).into();
+    }
+    let out = dir.join(name);
+    std::fs::write(&out, path.to_string()).unwrap();
+    out
+}
+
+/// Node numbers in event descriptions are the file's text (issue 43): `n18446744073709551615`,
+/// `n3000000` and `n2000000` neither hang the drawing nor size it; the lanes are the nodes the
+/// recorded states have, and those events are drawn as text.
+#[test]
+fn node_numbers_in_descriptions_do_not_size_the_drawing() {
+    let d = tmp();
+    let plain = raft_bug_path(d.path());
+    let hostile = edited(d.path(), &plain, "hostile.json", |p| {
+        p["events"][0]["description"] = "crash n18446744073709551615".into();
+        p["events"][1]["description"] = "prepare n0->n3000000 {}".into();
+        p["events"][2]["description"] = "timeout elect @n2000000".into();
+    });
+    for format in ["text", "svg", "html"] {
+        let before = show_within_a_minute(d.path(), format, &plain);
+        let r = show_within_a_minute(d.path(), format, &hostile);
+        assert_eq!(r.code, 0, "{format}: {}", r.stderr);
+        assert!(
+            r.stdout.len() < before.stdout.len() + 4096,
+            "{format}: {} bytes, {} without the hostile events",
+            r.stdout.len(),
+            before.stdout.len()
+        );
+        assert!(r.stdout.contains("n3000000"), "{format}: drawn as text");
+    }
+    let text = show_within_a_minute(d.path(), "text", &hostile).stdout;
+    let header = text.lines().find(|l| l.starts_with("step ")).unwrap();
+    assert!(header.ends_with("n2"), "{header}");
+}
+
+/// Control characters in a path file's descriptions, variables and violation message are
+/// escaped (issue 43): `--format text` prints no terminal escape and no line a CI runner reads
+/// as a workflow command; `--format svg` stays well-formed XML.
+#[test]
+fn control_characters_are_escaped_in_text_and_svg() {
+    let d = tmp();
+    let file = edited(d.path(), &raft_bug_path(d.path()), "loud.json", |p| {
+        p["events"][0]["description"] = "ping n0->n1 {\"x\":\"\u{1b}]0;pwned\u{7}\"}".into();
+        p["states"][1]["state"]["nodes"][0]["vars"]["role"] = "\u{9b}2J\u{0}\u{fffe}".into();
+        p["violation"]["message"] = "boom\n::error::owned\u{1b}[31m".into();
+    });
+    let r = show_within_a_minute(d.path(), "text", &file);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.stdout.contains(['\u{1b}', '\u{7}', '\u{9b}', '\u{0}']),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.lines().any(|l| l.trim_start().starts_with("::")),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains(r"\x1b]0;pwned\x07"), "{}", r.stdout);
+    assert!(r.stdout.contains(r"\u{9b}2J\x00\u{fffe}"), "{}", r.stdout);
+    let r = show_within_a_minute(d.path(), "svg", &file);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = roxmltree::Document::parse(&r.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let text: String = doc.descendants().filter_map(|n| n.text()).collect();
+    assert!(text.contains(r"\x1b]0;pwned\x07"), "{text}");
+    assert!(text.contains(r"\x1b[31m"), "{text}");
+}
+
 #[test]
 fn a_missing_file_is_one_line_and_exit_2() {
     let d = tmp();

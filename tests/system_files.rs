@@ -162,6 +162,85 @@ fn systems_under_systems_are_listed_and_found_by_name() {
     );
 }
 
+/// A system file under `systems/` is data until it is used: one whose property nests 5,000
+/// parentheses (or is a 4,000-term chain, or 100,000 `!`) does not abort `flymc systems` or a
+/// lookup of another system by name; the nesting is one line at its line and column, the
+/// chains load; a description holding terminal escapes and a workflow command is listed inert.
+#[test]
+fn hostile_system_files_are_listed_inert_and_do_not_abort_other_lookups() {
+    let d = tempfile::tempdir().unwrap();
+    let other = d.path().join("systems/other");
+    std::fs::create_dir_all(other.join("workloads")).unwrap();
+    let described = EXITS
+        .replace("name = \"mine\"", "name = \"other\"")
+        .replace(
+            "description = \"a node that cannot start\"",
+            "description = \"inert \\u001b]0;pwned\\u0007\\u009b2J\\n::error::x\"",
+        );
+    std::fs::write(other.join("system.toml"), described).unwrap();
+    std::fs::write(
+        other.join("workloads/w.toml"),
+        WORKLOAD.replace("\"mine\"", "\"other\""),
+    )
+    .unwrap();
+    let deep = format!("{}n0.term == 1{}", "(".repeat(5000), ")".repeat(5000));
+    let ors = vec!["n0.term == 1"; 4000].join(" || ");
+    let nots = format!("{}(n0.term == 1)", "!".repeat(100_000));
+    for (always, nested) in [(deep, true), (ors, false), (nots, false)] {
+        user_system(
+            d.path(),
+            &format!("{EXITS}[[property]]\nname = \"p\"\nalways = '{always}'\n"),
+        );
+        let r = flymc_in(d.path(), &["systems"]);
+        assert_eq!(r.code, 0, "{}", r.all());
+        assert!(
+            r.stdout.lines().any(|l| l.starts_with("raft-sim ")),
+            "{}",
+            r.all()
+        );
+        let listed = r.stdout.lines().find(|l| l.starts_with("other ")).unwrap();
+        assert!(
+            listed.contains("inert \\x1b]0;pwned\\x07\\u{9b}2J\\n::error::x"),
+            "{listed}"
+        );
+        assert!(
+            !r.all().contains(['\u{1b}', '\u{7}', '\u{9b}']),
+            "{}",
+            r.all()
+        );
+        assert!(!r.all().lines().any(|l| l.trim_start().starts_with("::")));
+        let left_out: Vec<&str> = r
+            .stderr
+            .lines()
+            .filter(|l| l.contains("left out"))
+            .collect();
+        if nested {
+            assert_eq!(left_out.len(), 1, "{}", r.stderr);
+            assert!(
+                left_out[0].contains("system.toml:13:")
+                    && left_out[0].contains("nested more than 64 deep"),
+                "{}",
+                left_out[0]
+            );
+            assert!(
+                !r.stdout.lines().any(|l| l.starts_with("mine ")),
+                "{}",
+                r.stdout
+            );
+        } else {
+            assert!(left_out.is_empty(), "{}", r.stderr);
+            assert!(
+                r.stdout.lines().any(|l| l.starts_with("mine ")),
+                "{}",
+                r.stdout
+            );
+        }
+        let r = flymc_in(d.path(), &["workloads", "other"]);
+        assert_eq!(r.code, 0, "{}", r.all());
+        assert!(r.stdout.contains("other          w"), "{}", r.all());
+    }
+}
+
 #[test]
 fn bad_system_files_are_one_line_with_file_line_and_column() {
     let d = tempfile::tempdir().unwrap();

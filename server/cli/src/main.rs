@@ -22,6 +22,7 @@ use flymc_core::replay::{replay, workload_for, ReplayOutcome};
 use flymc_core::run::Run;
 use flymc_core::workloads;
 use flymc_core::CrashPoints;
+use flymc_model::escape;
 use flymc_model::workload::{MAX_EVENTS, MAX_NODES};
 use flymc_strategies::{FlymcOptions, StrategyContext, StrategyKind};
 
@@ -337,6 +338,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, not in a log file or a CI pipe.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -357,7 +360,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {}", one_line(&e));
+            // Errors quote files and nodes: escaped so they stay one inert line.
+            eprintln!("error: {}", escape::line(&one_line(&e)));
             ExitCode::from(2)
         }
     }
@@ -424,7 +428,9 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 .iter()
                 .find(|(name, _)| *name == system)
                 .expect("clap checks the name against SETUPS");
-            setup(docker, &mut |m| println!("setup: {m}")).map_err(anyhow::Error::msg)?;
+            // Setup messages may echo what a file or a build printed.
+            setup(docker, &mut |m| println!("setup: {}", escape::lines(m)))
+                .map_err(|e| anyhow::Error::msg(escape::line(&e).into_owned()))?;
             if *name == systems::CRIU {
                 println!("setup: done; CRIU is ready for cluster snapshots");
             } else {
@@ -440,11 +446,17 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Analyze(args) => analyze(args),
         Command::Systems => {
             let (listed, left_out) = systems::listed_with_errors();
+            // A system file's name and description are the file's text.
             for s in listed {
-                println!("{:<16} {}", s.name(), s.description());
+                let name = escape::line(s.name());
+                println!("{name:<16} {}", escape::line(s.description()));
             }
             for (file, e) in left_out {
-                eprintln!("flymc: {} left out: {e}", file.display());
+                let why = escape::line(&e.to_string()).into_owned();
+                eprintln!(
+                    "flymc: {} left out: {why}",
+                    escape::line(&file.display().to_string())
+                );
             }
             Ok(0)
         }
@@ -457,7 +469,12 @@ fn dispatch(cli: Cli) -> Result<u8> {
                 let dir = systems::workloads_dir(system.as_ref(), folder)?;
                 for name in workloads::names_in(&dir) {
                     let w = workloads::load_in(&dir, system.name(), &name)?;
-                    println!("{:<14} {:<12} {}", system.name(), name, w.description);
+                    println!(
+                        "{:<14} {:<12} {}",
+                        escape::line(system.name()),
+                        escape::line(&name),
+                        escape::line(&w.description)
+                    );
                 }
             }
             Ok(0)
@@ -782,9 +799,13 @@ fn report_violation(number: u64, run: &Run, file: &Path) {
         .violation
         .as_ref()
         .expect("a violating run has its violation");
-    println!("VIOLATION on path {number}: {v}");
+    // The message may quote what a node logged or threw: escaped before it reaches a terminal.
+    println!(
+        "VIOLATION on path {number}: {}",
+        escape::line(&v.to_string())
+    );
     if let Some(c) = &run.critical {
-        println!("  critical transition: {c}");
+        println!("  critical transition: {}", escape::line(&c.to_string()));
     }
     println!(
         "  path file: {} ({} events)",
@@ -940,15 +961,19 @@ fn replay_cmd(file: &Path, folder: Option<&Path>, backend: &str) -> Result<u8> {
     println!(
         "replaying {} ({} / {}, {} events, recorded by {} path {})",
         file.display(),
-        path.system,
-        path.workload.name,
+        escape::line(&path.system),
+        escape::line(&path.workload.name),
         path.events.len(),
-        path.strategy,
+        escape::line(&path.strategy),
         path.path_number
     );
+    // What follows quotes the path file and the nodes: escaped before it reaches a terminal.
+    let json = |s: &flymc_model::GlobalState| -> Result<String> {
+        Ok(escape::line(&serde_json::to_string(s)?).into_owned())
+    };
     match replay(&path, system.as_ref(), &workload)? {
         ReplayOutcome::Reproduced(v) => {
-            println!("reproduced: {v}");
+            println!("reproduced: {}", escape::line(&v.to_string()));
             Ok(1)
         }
         ReplayOutcome::Matched => {
@@ -962,13 +987,13 @@ fn replay_cmd(file: &Path, folder: Option<&Path>, backend: &str) -> Result<u8> {
             observed,
             differences,
         } => {
-            println!("diverged at step {step} ({event})");
+            println!("diverged at step {step} ({})", escape::line(&event));
             for d in &differences {
-                println!("  expected vs observed: {d}");
+                println!("  expected vs observed: {}", escape::line(d));
             }
-            println!("  expected state: {}", serde_json::to_string(&expected)?);
+            println!("  expected state: {}", json(&expected)?);
             match observed {
-                Some(o) => println!("  observed state: {}", serde_json::to_string(&o)?),
+                Some(o) => println!("  observed state: {}", json(&o)?),
                 None => println!("  observed state: (step not taken)"),
             }
             if path.late_reports > 0 {
@@ -988,8 +1013,8 @@ fn replay_cmd(file: &Path, folder: Option<&Path>, backend: &str) -> Result<u8> {
             };
             println!(
                 "diverged: states matched but expected {} and observed {}",
-                show(&expected),
-                show(&observed)
+                escape::line(&show(&expected)),
+                escape::line(&show(&observed))
             );
             Ok(3)
         }

@@ -48,6 +48,11 @@
 //!                                     live node where C holds whose E is at least that one
 //! ```
 //! They need memory: [`Condition::check`] takes the property's [`Memory`].
+//!
+//! Limits (the text comes from files flymc may be handed): parentheses and calls' arguments
+//! nest at most [`MAX_NESTING`] (64) deep, a syntax error at the column that opens one more;
+//! chains of `||`, `&&`, `+`/`-` may be any length and runs of `!`/`-` any count, and are
+//! parsed and judged without recursing once per term.
 
 use std::fmt;
 
@@ -261,6 +266,8 @@ struct Parser<'p> {
     quantified: usize,
     /// History built-ins so far: the next one's memory slot.
     slots: usize,
+    /// How many parentheses (or calls' argument lists) enclose the current position.
+    nesting: usize,
 }
 
 impl Parser<'_> {
@@ -310,36 +317,54 @@ impl Parser<'_> {
             self.err(format!("expected `{s}`"))
         }
     }
+    /// `next (op next)*` for `ops`, read in a loop (a chain of thousands of terms does not
+    /// recurse) and built by [`chain`]; only one operator when not `repeat`.
     fn binary(
         &mut self,
         ops: &[(&str, Op)],
         next: fn(&mut Self) -> Result<Expr, ParseError>,
         repeat: bool,
     ) -> Result<Expr, ParseError> {
-        let mut left = next(self)?;
-        loop {
-            let Some(&(_, op)) = ops.iter().find(|(s, _)| self.at(s)) else {
-                return Ok(left);
-            };
+        let mut terms = vec![(Op::Add, next(self)?)];
+        while let Some(&(_, op)) = ops.iter().find(|(s, _)| self.at(s)) {
             self.pos += 1;
-            let right = next(self)?;
-            left = Expr::Bin(Box::new(left), op, Box::new(right));
+            terms.push((op, next(self)?));
             if !repeat {
-                return Ok(left);
+                break;
             }
         }
+        Ok(chain(terms))
     }
+    /// Every parenthesised expression or call's argument comes back here: deeper than
+    /// [`MAX_NESTING`] is a syntax error at what opened it, before the parser's own recursion
+    /// can exhaust the stack.
     fn or(&mut self) -> Result<Expr, ParseError> {
-        self.binary(&[("||", Op::Or)], Parser::and, true)
+        if self.nesting > MAX_NESTING {
+            let column = self
+                .toks
+                .get(self.pos.wrapping_sub(1))
+                .map_or(1, |(c, _)| *c);
+            return Err(ParseError {
+                column,
+                message: format!(
+                    "nested more than {MAX_NESTING} deep: flatten the expression or split it"
+                ),
+            });
+        }
+        self.nesting += 1;
+        let e = self.binary(&[("||", Op::Or)], Parser::and, true);
+        self.nesting -= 1;
+        e
     }
     fn and(&mut self) -> Result<Expr, ParseError> {
         self.binary(&[("&&", Op::And)], Parser::not, true)
     }
     fn not(&mut self) -> Result<Expr, ParseError> {
-        if self.eat("!") {
-            return Ok(Expr::Not(Box::new(self.not()?)));
+        let mut run = 0;
+        while self.eat("!") {
+            run += 1;
         }
-        self.cmp()
+        Ok(prefix(run, self.cmp()?, Expr::Not))
     }
     fn cmp(&mut self) -> Result<Expr, ParseError> {
         let ops = [
@@ -356,10 +381,11 @@ impl Parser<'_> {
         self.binary(&[("+", Op::Add), ("-", Op::Sub)], Parser::unary, true)
     }
     fn unary(&mut self) -> Result<Expr, ParseError> {
-        if self.eat("-") {
-            return Ok(Expr::Neg(Box::new(self.unary()?)));
+        let mut run = 0;
+        while self.eat("-") {
+            run += 1;
         }
-        self.atom()
+        Ok(prefix(run, self.atom()?, Expr::Neg))
     }
     fn atom(&mut self) -> Result<Expr, ParseError> {
         let Some(tok) = self.peek().cloned() else {
@@ -546,6 +572,62 @@ impl Parser<'_> {
     }
 }
 
+/// How deeply parentheses and calls' arguments may nest: far more than anyone writes by hand,
+/// and few enough that parsing and evaluating stay within a small thread's stack.
+pub const MAX_NESTING: usize = 64;
+
+/// Chains of up to this many terms keep their written (left-nested) shape; longer ones are
+/// split in halves, so a chain of n terms is about 8 + log2(n) deep rather than n.
+const LEFT_NESTED: usize = 8;
+
+/// How deep a parsed expression may be: each of [`MAX_NESTING`] levels holds chains (each at
+/// most [`LEFT_NESTED`] + log2 deep) and runs of `!`/`-` (at most two deep). Evaluating
+/// recurses this deep at most.
+const MAX_DEPTH: usize = 2048;
+
+/// A left-associative chain `t0 op1 t1 op2 t2 ...` (the first operator is ignored) as a tree
+/// of the same value: left-nested when short; halved when long, where a right half joined by
+/// `-` has its operators flipped (`a - b + c` is `a - (b - c)`). `||` and `&&` keep their
+/// left-to-right, short-circuit order either way.
+fn chain(mut terms: Vec<(Op, Expr)>) -> Expr {
+    if terms.len() <= LEFT_NESTED {
+        let mut terms = terms.into_iter();
+        let (_, first) = terms.next().expect("a chain has a term");
+        return terms.fold(first, |a, (op, b)| Expr::Bin(Box::new(a), op, Box::new(b)));
+    }
+    let right = terms.split_off(terms.len() / 2);
+    let join = right[0].0;
+    let flip = |op| match (join, op) {
+        (Op::Sub, Op::Add) => Op::Sub,
+        (Op::Sub, Op::Sub) => Op::Add,
+        _ => op,
+    };
+    let right = right.into_iter().map(|(op, e)| (flip(op), e)).collect();
+    Expr::Bin(Box::new(chain(terms)), join, Box::new(chain(right)))
+}
+
+/// `run` prefix operators (`!` or `-`) before `e`: two of them are the identity on the values
+/// they accept, so a run is kept as one or two (keeping the check that the value is a boolean,
+/// or an integer).
+fn prefix(run: usize, e: Expr, op: fn(Box<Expr>) -> Expr) -> Expr {
+    match run {
+        0 => e,
+        r if r % 2 == 1 => op(Box::new(e)),
+        _ => op(Box::new(op(Box::new(e)))),
+    }
+}
+
+/// How deep `e` is (a leaf is 1), without recursing.
+fn depth(e: &Expr) -> usize {
+    let mut deepest = 0;
+    let mut todo = vec![(e, 1)];
+    while let Some((e, d)) = todo.pop() {
+        deepest = deepest.max(d);
+        todo.extend(e.children().into_iter().map(|c| (c, d + 1)));
+    }
+    deepest
+}
+
 fn parse_as(src: &str, mode: Mode) -> Result<Expr, ParseError> {
     let toks = lex(src)?;
     let mut p = Parser {
@@ -556,10 +638,17 @@ fn parse_as(src: &str, mode: Mode) -> Result<Expr, ParseError> {
         condition: matches!(mode, Mode::Condition | Mode::Property),
         quantified: 0,
         slots: 0,
+        nesting: 0,
     };
     let e = p.or()?;
     if p.pos < p.toks.len() {
         return p.err("unexpected text after the expression");
+    }
+    if depth(&e) > MAX_DEPTH {
+        return Err(ParseError {
+            column: 1,
+            message: format!("the expression is more than {MAX_DEPTH} operators deep: split it"),
+        });
     }
     Ok(e)
 }
@@ -842,7 +931,7 @@ impl Expr {
                 v
             }
             Expr::Not(e) => Value::Bool(!truthy(&e.eval_in(env)?)?),
-            Expr::Neg(e) => Value::from(-int(&e.eval_in(env)?)?),
+            Expr::Neg(e) => Value::from(checked(int(&e.eval_in(env)?)?.checked_neg())?),
             Expr::Len(e) => match e.eval_in(env)? {
                 Value::Array(a) => a.len().into(),
                 Value::String(s) => s.chars().count().into(),
@@ -932,8 +1021,8 @@ impl Expr {
                         match op {
                             Op::Eq => Value::Bool(x == y),
                             Op::Ne => Value::Bool(x != y),
-                            Op::Add => Value::from(int(&x)? + int(&y)?),
-                            Op::Sub => Value::from(int(&x)? - int(&y)?),
+                            Op::Add => Value::from(checked(int(&x)?.checked_add(int(&y)?))?),
+                            Op::Sub => Value::from(checked(int(&x)?.checked_sub(int(&y)?))?),
                             _ => {
                                 let ord = match (&x, &y) {
                                     (Value::Number(_), Value::Number(_)) => int(&x)?.cmp(&int(&y)?),
@@ -987,6 +1076,11 @@ fn truthy(v: &Value) -> Result<bool, EvalError> {
     }
 }
 
+/// An integer operation's result, or an error when it overflowed.
+fn checked(v: Option<i64>) -> Result<i64, EvalError> {
+    v.ok_or_else(|| EvalError("integer overflow".into()))
+}
+
 fn int(v: &Value) -> Result<i64, EvalError> {
     v.as_i64()
         .ok_or_else(|| EvalError(format!("{v} is not an integer")))
@@ -1034,6 +1128,97 @@ mod tests {
             .message
             .contains("unterminated"));
         assert!(parse("n").is_err());
+    }
+
+    /// A property with `n` nested parentheses around `n0.x == 1`.
+    fn nested(n: usize) -> String {
+        format!("{}n0.x == 1{}", "(".repeat(n), ")".repeat(n))
+    }
+
+    /// Run `f` on a thread with a small stack (256 KiB), as flymc's worker threads might have:
+    /// recursion proportional to the input overflows it.
+    fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    #[test]
+    fn nesting_deeper_than_the_limit_is_a_syntax_error_at_its_column() {
+        let ok = Condition::parse_property(&nested(MAX_NESTING)).unwrap();
+        assert!(ok.holds(&state(&[(true, json!({"x": 1}))])));
+        // The issue's reproduction: 5,000 nested parentheses.
+        let e = small_stack(|| Condition::parse_property(&nested(5000)).unwrap_err());
+        assert_eq!(e.column, MAX_NESTING + 1, "{e}");
+        assert!(e.message.contains("nested more than 64 deep"), "{e}");
+        let calls = format!("{}n.x{}", "len(".repeat(200), ")".repeat(200));
+        assert!(small_stack(move || parse(&calls).unwrap_err())
+            .message
+            .contains("nested"));
+    }
+
+    #[test]
+    fn long_runs_and_chains_parse_and_evaluate_without_deep_recursion() {
+        let s = state(&[(true, json!({"x": 1, "ok": true}))]);
+        // The issue's reproductions: 100,000 `!`, and a flat 4,000-term `||` chain (77 KB).
+        let nots = format!("{}n0.ok", "!".repeat(100_000));
+        let ors = vec!["n0.x == 2"; 4000].join(" || ") + " || n0.x == 1";
+        let ands = vec!["n0.ok"; 5000].join(" && ");
+        let sum = vec!["n0.x"; 5000].join(" + ") + " - 4999 == 1";
+        let minus = vec!["n0.x"; 4001].join(" - ") + " == -3999";
+        let negs = format!("{}n0.x == 1", "-".repeat(100_000));
+        let (held, failed) = small_stack(move || {
+            let held = [ors, ands, sum, minus, negs.clone(), nots.clone()]
+                .iter()
+                .map(|c| Condition::parse_property(c).unwrap().holds(&s))
+                .collect::<Vec<_>>();
+            let failed = [nots.replacen('!', "", 1), negs.replacen('-', "", 1)]
+                .iter()
+                .map(|c| Condition::parse_property(c).unwrap().holds(&s))
+                .collect::<Vec<_>>();
+            (held, failed)
+        });
+        assert_eq!(held, [true; 6]);
+        assert_eq!(failed, [false; 2]);
+        // A run of `!` keeps its meaning: an odd one negates, an even one still needs a boolean.
+        let n = obj(json!({"ok": false, "x": 1}));
+        assert!(parse("!!!n.ok").unwrap().holds(&n, &Map::new()));
+        assert!(!parse("!!n.ok").unwrap().holds(&n, &Map::new()));
+        assert!(parse("!!n.x").unwrap().eval(&n, &Map::new()).is_err());
+        // Short chains keep their written shape.
+        assert_eq!(
+            parse("n.a - n.b + n.c").unwrap().to_string(),
+            "((n.a - n.b) + n.c)"
+        );
+    }
+
+    #[test]
+    fn the_deepest_expression_the_limits_allow_evaluates_on_a_default_thread() {
+        // Every level as deep as short chains make it: `||`, `&&` and `+` chains of 8 terms,
+        // `!!`, `--` and a comparison, 64 levels in parentheses.
+        let level = |inner: String| {
+            format!(
+                "(!!--{inner}{} == 0{}{})",
+                " + 1".repeat(7),
+                " && true".repeat(7),
+                " || false".repeat(7)
+            )
+        };
+        let text = (0..MAX_NESTING).fold("1".to_string(), |inner, _| level(inner));
+        let c = Condition::parse_property(&text).unwrap();
+        assert!(depth(&c.expr) > 26 * MAX_NESTING, "{}", depth(&c.expr));
+        assert!(!c.holds(&state(&[(true, json!({}))])));
+    }
+
+    #[test]
+    fn integer_overflow_is_an_evaluation_error() {
+        let n = obj(json!({"x": i64::MAX, "y": i64::MIN}));
+        for g in ["n.x + 1 > 0", "n.y - 1 < 0", "-n.y > 0"] {
+            assert!(parse(g).unwrap().eval(&n, &Map::new()).is_err(), "{g}");
+        }
     }
 
     #[test]

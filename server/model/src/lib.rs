@@ -6,6 +6,7 @@
 //! Nothing here knows about strategies or the CLI; integrations depend on this crate only.
 
 pub mod bounded;
+pub mod escape;
 pub mod event;
 pub mod exceptions;
 pub mod guard;

@@ -527,6 +527,16 @@ variant = "fixed"
     }
 
     #[test]
+    fn a_cluster_larger_than_the_limit_is_refused_before_anything_is_built_for_it() {
+        // Found by the fuzzer (fuzz/regressions/workload/): 2^32 nodes allocated 32 GB.
+        let text = "version = 1\nsystem = \"raft-sim\"\ndescription = \"d\"\nnodes = 4294967296\nmax_events = 5\n";
+        let e = Workload::parse(Path::new("x.toml"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nodes is 4294967296, but it may be at most 250"), "{e}");
+    }
+
+    #[test]
     fn down_nodes_and_the_fault_condition_are_read_and_checked() {
         let text = GOOD.replace(
             "crash_nodes = [2]",

@@ -4,6 +4,14 @@
 //! reports from one [`report::HuntReport`]. `--shard K/N` splits the work deterministically;
 //! `flymc hunt merge` joins the shards' outputs.
 
+/// `println!` for a summary line that quotes what nodes, shards and corpora said: control
+/// characters escaped and a leading `::` neutralised before it reaches a terminal or a CI log.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", flymc_model::escape::line(&format!($($arg)*)))
+    };
+}
+
 pub mod budget;
 pub mod campaign;
 pub mod classify;
@@ -180,7 +188,7 @@ pub fn run(args: HuntArgs, folder: Option<&Path>) -> Result<u8> {
             }
             done += 1;
             interrupted = e.interrupted;
-            println!(
+            say!(
                 "hunt: {}/{} {} seed {seed}: {} paths, {} findings{}",
                 w.system.name(),
                 w.workload.name,
@@ -386,7 +394,7 @@ fn recheck_corpus(
         })();
         match verdict {
             Ok(v) => {
-                println!(
+                say!(
                     "hunt: corpus {} ({} {}): {}",
                     entry.id,
                     entry.system,
@@ -399,7 +407,7 @@ fn recheck_corpus(
                 verdicts.insert(entry.id.clone(), v);
             }
             // A finding that cannot be replayed is not judged fixed: it stays as it was.
-            Err(e) => println!("hunt: corpus {}: not replayed: {e:#}", entry.id),
+            Err(e) => say!("hunt: corpus {}: not replayed: {e:#}", entry.id),
         }
     }
     Ok(verdicts)
@@ -487,7 +495,7 @@ pub fn write_reports(
 
 fn summarize(report: &HuntReport, out: &Path, shard: bool) {
     for w in &report.workloads {
-        println!(
+        say!(
             "  {}/{} ({}): {} paths, {:.0} paths/hour, {} unique states{}{}",
             w.system,
             w.workload,
@@ -503,7 +511,7 @@ fn summarize(report: &HuntReport, out: &Path, shard: bool) {
     }
     for status in [Status::New, Status::Regressed, Status::Known, Status::Fixed] {
         for f in report.findings.iter().filter(|f| f.status == status) {
-            println!(
+            say!(
                 "{} {} {}/{} {}: {}",
                 status.as_str().to_uppercase(),
                 f.id,
@@ -512,7 +520,7 @@ fn summarize(report: &HuntReport, out: &Path, shard: bool) {
                 f.signature.property,
                 f.message
             );
-            println!("  {}", f.replay);
+            say!("  {}", f.replay);
         }
     }
     println!(

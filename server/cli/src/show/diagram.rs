@@ -117,13 +117,29 @@ pub struct Diagram {
 }
 
 impl Diagram {
+    /// The lanes are the nodes the path's recorded states have (at most [`MAX_LANES`]): an
+    /// event's description is text from the file, so an event naming a node outside them is
+    /// drawn as text only ([`Action::Unknown`]) rather than widening every row to reach it.
     pub fn of(path: &PathFile) -> Diagram {
-        let initial = path.states.first().map(|s| &s.state);
-        let mut nodes = initial.map_or(0, |s| s.nodes.len());
+        let recorded = path.states.iter().map(|s| s.state.nodes.len()).max();
+        let nodes = match recorded {
+            Some(n) => n.min(MAX_LANES),
+            // No state at all (a path cut short): the nodes its events name, within the limit.
+            None => path
+                .events
+                .iter()
+                .flat_map(|e| parse(&e.description).0.nodes())
+                .filter(|&n| n < MAX_LANES)
+                .map(|n| n + 1)
+                .max()
+                .unwrap_or(0),
+        };
         let mut rows = Vec::with_capacity(path.events.len());
         for (step, event) in path.events.iter().enumerate() {
-            let (action, name, payload) = parse(&event.description);
-            nodes = nodes.max(action.nodes().iter().map(|n| n + 1).max().unwrap_or(0));
+            let (mut action, name, payload) = parse(&event.description);
+            if action.nodes().iter().any(|&n| n >= nodes) {
+                action = Action::Unknown;
+            }
             let before = path.states.get(step).map(|s| &s.state);
             let after = path.states.get(step + 1).map(|s| &s.state);
             let changes = match (before, after) {
@@ -149,6 +165,10 @@ impl Diagram {
         }
     }
 }
+
+/// The most lanes a drawing has: far more nodes than a cluster under test has, few enough that
+/// every row's width stays small.
+pub const MAX_LANES: usize = 64;
 
 /// The state after `step` (the initial state's successor is step 0's), or the last state there
 /// is when the step has none (a liveness check at the path's end, a hang).

@@ -8,10 +8,11 @@ use flymc_model::GlobalState;
 
 use super::diagram::value_text;
 
-/// `s` safe as HTML or SVG text and as a quoted attribute value.
+/// `s` safe as HTML or SVG text and as a quoted attribute value, control characters escaped.
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    // Control characters (from nodes and path files) first: XML forbids most of them.
+    for c in flymc_model::escape::markup(s).chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),

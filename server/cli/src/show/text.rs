@@ -84,7 +84,8 @@ pub fn text(path: &PathFile) -> String {
     if violation_step.is_some_and(|s| s >= d.rows.len()) {
         out.push_str(&violation_box(&d));
     }
-    out
+    // Descriptions, variables and messages are the path file's text: escaped for the terminal.
+    flymc_model::escape::lines(&out).into_owned()
 }
 
 fn indent(s: &str) -> String {
