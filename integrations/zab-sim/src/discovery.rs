@@ -17,6 +17,8 @@ impl Ctx<'_> {
         for (f, conn, acc) in std::mem::take(&mut node.connecting) {
             if self.alive(f) {
                 self.add_learner(node, f, conn, acc);
+                let lead = node.lead.as_mut().expect("leading");
+                lead.connecting.push((f, acc));
             }
         }
         self.epoch_to_propose(node, me, accepted);
@@ -76,6 +78,7 @@ impl Ctx<'_> {
         lead.connecting.retain(|c| c.0 != sid);
         lead.connecting.push((sid, accepted));
         lead.connecting.sort();
+        lead.connecting.dedup_by_key(|c| c.0);
         if lead.connecting.iter().any(|c| c.0 == me) && lead.connecting.len() >= quorum {
             let epoch = lead.connecting.iter().map(|c| c.1).max().unwrap_or(0) + 1;
             self.block(
