@@ -95,8 +95,17 @@ impl Ctx<'_> {
         let taking_part =
             || live().filter(|&j| peers[j].state != ServerState::Looking || peers[j].ready);
         let best = taking_part().map(|j| peers[j].vote).max()?;
+        // A follower whose leader is not leading gives up on it (its `connect-retry`s run
+        // out) and looks again: it would adopt the best vote too.
+        let adopts = |j: NodeId| match peers[j].state {
+            ServerState::Looking => true,
+            ServerState::Following => peers[j]
+                .leader
+                .map_or(true, |l| peers[l].state != ServerState::Leading),
+            ServerState::Leading => false,
+        };
         let support = taking_part()
-            .filter(|&j| peers[j].state == ServerState::Looking || peers[j].vote == best)
+            .filter(|&j| adopts(j) || peers[j].vote == best)
             .count();
         (support >= self.quorum()).then_some((best.2, best))
     }
@@ -114,7 +123,11 @@ impl Ctx<'_> {
         if leader == me {
             node.state = ServerState::Leading;
             peer.state = ServerState::Leading;
+            let round = self.env.next_conn;
+            self.env.next_conn += 1;
+            self.timer(Msg::EpochWait { round });
             node.lead = Some(Lead {
+                round,
                 summary: (node.current_epoch, node.last_zxid()),
                 epoch: None,
                 connecting: Vec::new(),
@@ -147,6 +160,7 @@ impl Ctx<'_> {
             });
             let zxid = make_zxid(node.accepted_epoch, 0);
             self.send(leader, Msg::FollowerInfo { conn, zxid });
+            self.timer(Msg::ReadTimeout { conn });
             if !self.alive(leader) {
                 // Its connection attempts fail (`connect-retry`, then it gives up).
                 self.timer(Msg::Disconnect { peer: leader });

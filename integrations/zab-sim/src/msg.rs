@@ -21,6 +21,15 @@ pub enum Msg {
     /// Timer: the leader's tick finds it without a quorum (and its quorum waits time out).
     #[serde(rename = "tick")]
     Tick,
+    /// Timer: a learner not yet synced gives up on its leader (its socket's initLimit read
+    /// timeout); `conn` names the connection it was armed for.
+    #[serde(rename = "read-timeout")]
+    ReadTimeout { conn: u64 },
+    /// Timer: a leader not yet established gives up waiting for a quorum
+    /// (`getEpochToPropose`'s and `waitForEpochAck`'s initLimit); `round` names the
+    /// leadership it was armed for.
+    #[serde(rename = "epoch-wait")]
+    EpochWait { round: u64 },
     /// Client: a znode create at this node (`FlymcZk.clientWrite`).
     #[serde(rename = "write")]
     Write,
@@ -116,10 +125,12 @@ impl Msg {
 }
 
 /// Every event name, for `System::message_kinds`.
-pub const KINDS: [&str; 21] = [
+pub const KINDS: [&str; 23] = [
     "finalize",
     "disconnect",
     "tick",
+    "read-timeout",
+    "epoch-wait",
     "write",
     "disk:acceptedEpoch",
     "disk:currentEpoch",

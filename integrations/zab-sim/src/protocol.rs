@@ -59,6 +59,8 @@ impl Ctx<'_> {
             Msg::Finalize => self.on_finalize(node),
             Msg::Disconnect { peer } => self.on_disconnect(node, peer),
             Msg::Tick => self.on_tick(node),
+            Msg::ReadTimeout { conn } => self.on_read_timeout(node, conn),
+            Msg::EpochWait { round } => self.on_epoch_wait(node, round),
             Msg::Write => self.on_client_write(node),
             Msg::AcceptedEpoch { .. } | Msg::CurrentEpoch { .. } | Msg::Snapshot { .. } => {
                 self.write_done(node)
@@ -127,6 +129,34 @@ impl Ctx<'_> {
             ServerState::Looking => node.connecting.retain(|c| c.0 != peer),
             ServerState::Following => {}
         }
+    }
+
+    /// A learner that is not synced yet gives up on its leader (`Learner.readPacket`'s
+    /// SocketTimeoutException in `followLeader`).
+    fn on_read_timeout(&mut self, node: &mut Node, conn: u64) {
+        let (Some(leader), Some(f)) = (node.leader, node.follow.as_ref()) else {
+            return;
+        };
+        if node.state == ServerState::Following && f.conn == conn && !f.uptodate {
+            self.send(leader, Msg::Close { conn });
+            self.stop(node);
+        }
+    }
+
+    /// A leader whose epoch no quorum acknowledged gives up (`Leader.lead`'s
+    /// "Timeout while waiting for epoch"), closing its learners' connections.
+    fn on_epoch_wait(&mut self, node: &mut Node, round: u64) {
+        let Some(lead) = node.lead.as_ref() else {
+            return;
+        };
+        if lead.round != round || lead.election_finished {
+            return;
+        }
+        let learners: Vec<(NodeId, u64)> = lead.learners.iter().map(|l| (l.sid, l.conn)).collect();
+        for (sid, conn) in learners {
+            self.send(sid, Msg::Close { conn });
+        }
+        self.stop(node);
     }
 
     /// The other end closed the connection `conn`.

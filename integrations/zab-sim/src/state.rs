@@ -91,6 +91,8 @@ pub struct Learner {
 /// A leading node's `Leader` object.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Lead {
+    /// Which leadership this is (for its `epoch-wait` timer).
+    pub round: u64,
     /// `StateSummary` of the leader when it started leading: (currentEpoch, last zxid).
     pub summary: (u64, Zxid),
     /// The epoch `getEpochToPropose` settled on (`waitingForNewEpoch` is false).
