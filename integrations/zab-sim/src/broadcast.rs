@@ -60,12 +60,7 @@ impl Ctx<'_> {
         let zxid = make_zxid(lead.epoch.expect("proposed"), lead.counter);
         let t = Txn { zxid, origin };
         lead.outstanding.push((t, Vec::new()));
-        let to: Vec<(NodeId, u64)> = lead
-            .learners
-            .iter()
-            .filter(|l| l.forwarding)
-            .map(|l| (l.sid, l.conn))
-            .collect();
+        let to = lead.conns(|l| l.forwarding);
         for (sid, conn) in to {
             self.send(sid, Msg::Proposal { conn, zxid, origin });
         }
@@ -79,14 +74,10 @@ impl Ctx<'_> {
         let Some(lead) = node.lead.as_mut() else {
             return;
         };
-        let Some(l) = lead
-            .learners
-            .iter_mut()
-            .find(|l| l.sid == from && l.conn == conn)
-        else {
+        let newleader = lead.epoch.map(|e| make_zxid(e, 0)) == Some(zxid);
+        let Some(l) = lead.learner_mut(from, conn) else {
             return;
         };
-        let newleader = lead.epoch.map(|e| make_zxid(e, 0)) == Some(zxid);
         if !(newleader && !l.synced) {
             self.process_ack(node, from, zxid);
             return;
@@ -104,12 +95,7 @@ impl Ctx<'_> {
         }
         lead.quorum_formed = true;
         node.zab_state = ZabState::Broadcast;
-        let synced: Vec<(NodeId, u64)> = lead
-            .learners
-            .iter()
-            .filter(|l| l.synced)
-            .map(|l| (l.sid, l.conn))
-            .collect();
+        let synced = lead.conns(|l| l.synced);
         for (sid, conn) in synced {
             self.send(sid, Msg::UpToDate { conn });
         }
@@ -139,12 +125,7 @@ impl Ctx<'_> {
         {
             committed.push(lead.outstanding.remove(0).0);
         }
-        let to: Vec<(NodeId, u64)> = lead
-            .learners
-            .iter()
-            .filter(|l| l.forwarding)
-            .map(|l| (l.sid, l.conn))
-            .collect();
+        let to = lead.conns(|l| l.forwarding);
         for t in committed {
             for &(sid, conn) in &to {
                 self.send(sid, Msg::Commit { conn, zxid: t.zxid });

@@ -167,11 +167,7 @@ impl Ctx<'_> {
         let Some(lead) = node.lead.as_mut() else {
             return;
         };
-        let Some(l) = lead
-            .learners
-            .iter_mut()
-            .find(|l| l.sid == from && l.conn == conn)
-        else {
+        let Some(l) = lead.learner_mut(from, conn) else {
             return;
         };
         l.last_zxid = Some(zxid);
@@ -284,9 +280,15 @@ impl Ctx<'_> {
         if counted + 1 >= quorum {
             return;
         }
-        let learners: Vec<(NodeId, u64)> = lead.learners.iter().map(|l| (l.sid, l.conn)).collect();
-        for (sid, conn) in learners {
-            self.send(sid, Msg::Close { conn });
+        self.step_down(node);
+    }
+
+    /// The leader gives up: its learners' connections close, it looks for a leader again.
+    pub fn step_down(&mut self, node: &mut Node) {
+        if let Some(lead) = node.lead.as_ref() {
+            for (sid, conn) in lead.conns(|_| true) {
+                self.send(sid, Msg::Close { conn });
+            }
         }
         self.stop(node);
     }

@@ -152,11 +152,7 @@ impl Ctx<'_> {
         if lead.round != round || lead.election_finished {
             return;
         }
-        let learners: Vec<(NodeId, u64)> = lead.learners.iter().map(|l| (l.sid, l.conn)).collect();
-        for (sid, conn) in learners {
-            self.send(sid, Msg::Close { conn });
-        }
-        self.stop(node);
+        self.step_down(node);
     }
 
     /// The other end closed the connection `conn`.

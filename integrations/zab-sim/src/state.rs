@@ -116,6 +116,24 @@ pub struct Lead {
     pub tick: bool,
 }
 
+impl Lead {
+    /// (sid, connection) of the learners `keep` selects.
+    pub fn conns(&self, keep: impl Fn(&Learner) -> bool) -> Vec<(NodeId, u64)> {
+        self.learners
+            .iter()
+            .filter(|l| keep(l))
+            .map(|l| (l.sid, l.conn))
+            .collect()
+    }
+
+    /// The handler of learner `sid` on connection `conn`.
+    pub fn learner_mut(&mut self, sid: NodeId, conn: u64) -> Option<&mut Learner> {
+        self.learners
+            .iter_mut()
+            .find(|l| l.sid == sid && l.conn == conn)
+    }
+}
+
 /// A learner's `Learner.syncWithLeader` in progress, or its `Follower.followLeader` loop.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Follow {
