@@ -15,6 +15,7 @@ pub fn all_with(options: &RealOptions) -> Vec<Box<dyn System>> {
         Box::new(flymc_cassandra_sim::CassandraSimSystem),
         Box::new(flymc_raft_sim::RaftSimSystem),
         Box::new(flymc_zk_le_sim::ZkLeSimSystem),
+        Box::new(flymc_zab_sim::ZabSimSystem),
         Box::new(RaftSystem::new(Flavor::OpenRaft).options(*options)),
         Box::new(RaftSystem::new(Flavor::AsyncRaft).options(*options)),
         Box::new(ZookeeperSystem::new(*options)),

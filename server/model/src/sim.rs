@@ -35,6 +35,13 @@ impl<M> Outbox<M> {
         self.items.push((EventKind::Message, self.from, to, msg));
     }
 
+    /// Send `msg` as if `from` sent it to `to`: for a protocol that keeps a connection's later
+    /// messages back until the earlier one is delivered (TCP's order), and releases the next
+    /// one when the receiver takes the previous.
+    pub fn send_as(&mut self, from: NodeId, to: NodeId, msg: M) {
+        self.items.push((EventKind::Message, Some(from), to, msg));
+    }
+
     /// Arm a timer at `node`; it fires when the checker enables it.
     pub fn timer(&mut self, node: NodeId, msg: M) {
         self.items.push((EventKind::Timeout, None, node, msg));
