@@ -67,8 +67,7 @@ pub struct Choice {
     pub doomed: Option<usize>,
     /// The nearest violation after it, in steps (counting it).
     pub nearest: Option<usize>,
-    /// A state reached after it, without a violation on the way, where every liveness
-    /// property holds (or there are none).
+    /// No explored continuation after it ends in a state where a liveness property fails.
     pub live: bool,
 }
 
@@ -87,7 +86,7 @@ pub struct Prediction {
     /// Every explored continuation from the live state violates a property, the farthest
     /// this many steps ahead.
     pub doomed: Option<usize>,
-    /// A violation-free state where every liveness property holds was reached.
+    /// No explored continuation ends in a state where a liveness property fails.
     pub live: bool,
 }
 
@@ -377,7 +376,7 @@ impl Search<'_> {
                 break;
             }
         }
-        let live = self.live_below(&doomed);
+        let live = self.live_below();
         let root = &self.nodes[0];
         let choices = root
             .children
@@ -406,24 +405,24 @@ impl Search<'_> {
         }
     }
 
-    /// Per node: a violation-free state at or below it (not doomed) where the liveness
-    /// properties hold.
-    fn live_below(&self, doomed: &[Option<usize>]) -> Vec<bool> {
+    /// Per node: no explored continuation ends (nothing left to run, no violation on the way)
+    /// in a state where a liveness property fails; an end the bounds cut off says nothing.
+    fn live_below(&self) -> Vec<bool> {
         let mut props = liveness(self.copier);
         let n = self.nodes.len();
-        let mut live: Vec<bool> = self
+        let mut stuck: Vec<bool> = self
             .nodes
             .iter()
-            .map(|x| !x.violated && props.iter_mut().all(|p| p.check(&x.state).is_ok()))
+            .map(|x| {
+                let end = x.complete && x.children.is_empty() && !x.violated;
+                end && !props.iter_mut().all(|p| p.check(&x.state).is_ok())
+            })
             .collect();
         for _ in 0..n {
             let mut changed = false;
             for v in (0..n).rev() {
-                if live[v] || self.nodes[v].violated || doomed[v].is_some() {
-                    continue;
-                }
-                if self.nodes[v].children.iter().any(|&(c, _)| live[c]) {
-                    live[v] = true;
+                if !stuck[v] && self.nodes[v].children.iter().any(|&(c, _)| stuck[c]) {
+                    stuck[v] = true;
                     changed = true;
                 }
             }
@@ -431,7 +430,7 @@ impl Search<'_> {
                 break;
             }
         }
-        live
+        stuck.into_iter().map(|s| !s).collect()
     }
 }
 

@@ -1,13 +1,14 @@
-//! Execution steering (CrystalBall §3.3): when prediction says that every continuation after
-//! the event about to run violates a property, hold that event back and run another, but only
-//! after a second prediction from the state the other event leads to finds a continuation
-//! without a violation that reaches a state where the liveness properties hold. Held events
+//! Execution steering (CrystalBall §3.3): when prediction says that the event about to run
+//! leads to a violation, hold that event back and run another, but only after a second
+//! prediction from the state the other event leads to finds no violation there (or, when every
+//! continuation after the held event violates, finds that state at least not doomed), and no
+//! continuation there that ends in a state where a liveness property fails. Held events
 //! stay pending: the filter is a delay, judged again at the next step, never a loss.
 
 use flymc_model::{Event, EventId, Target, TargetError};
 use serde::Serialize;
 
-use super::predict::{self, apply, Bounds, Copier, Prediction, Start};
+use super::predict::{self, apply, Bounds, Choice, Copier, Prediction, Start};
 use crate::faults::Faults;
 
 /// A prediction as a filter's log cites it.
@@ -52,7 +53,8 @@ pub(crate) enum Decision {
     Deliver,
     /// Run `enabled[instead]` and log the filter.
     Hold { instead: usize, filter: Box<Filter> },
-    /// The arrival is doomed but no alternative checked out: it runs, and this is logged.
+    /// Every continuation after the arrival violates, but no alternative checked out: it
+    /// runs, and this is counted.
     Unsteerable,
 }
 
@@ -78,47 +80,62 @@ pub(crate) fn decide(
     bounds: Bounds,
 ) -> Result<Decision, TargetError> {
     let e = &at.enabled[arrival];
-    let doomed = match prediction.choice(e.id).and_then(|c| c.doomed) {
-        Some(d) if !e.is_fault() => d,
-        _ => return Ok(Decision::Deliver),
+    let Some(c) = prediction.choice(e.id).filter(|_| !e.is_fault()) else {
+        return Ok(Decision::Deliver);
     };
-    // Only alternatives the first prediction did not find doomed are worth a second look.
-    let candidates = order.iter().copied().filter(|&i| {
-        let a = &at.enabled[i];
-        i != arrival
-            && !a.is_fault()
-            && prediction
-                .choice(a.id)
-                .is_some_and(|c| c.doomed.is_none() && c.live)
-    });
-    for i in candidates.take(3) {
-        let alt = &at.enabled[i];
-        let Some(check) = check_from(copier, &at, alt, bounds)? else {
-            continue;
-        };
-        if check.doomed.is_some() || !check.live {
-            continue;
+    let Some(ahead) = c.doomed.or(c.nearest) else {
+        return Ok(Decision::Deliver);
+    };
+    // First choice: an event after which no violation was predicted at all (CrystalBall's
+    // check: the filtered run predicts none); when every continuation after the arrival
+    // violates, one that is at least not doomed.
+    let tiers: [&dyn Fn(&Choice) -> bool; 2] = [&|a| a.nearest.is_none(), &|a| a.doomed.is_none()];
+    for (tier, fits) in tiers.iter().enumerate() {
+        if tier == 1 && c.doomed.is_none() {
+            break;
         }
-        let property = prediction
-            .violations
-            .first()
-            .map_or_else(String::new, |v| v.property.clone());
-        return Ok(Decision::Hold {
-            instead: i,
-            filter: Box::new(Filter {
-                step: at.step,
-                held: e.describe(),
-                id: e.id,
-                action: "hold",
-                property,
-                steps_ahead: doomed,
-                caused_by: prediction.into(),
-                instead: alt.describe(),
-                checked_by: (&check).into(),
-            }),
+        let candidates = order.iter().copied().filter(|&i| {
+            let a = &at.enabled[i];
+            i != arrival
+                && !a.is_fault()
+                && prediction.choice(a.id).is_some_and(|a| a.live && fits(a))
         });
+        for i in candidates.take(3) {
+            let alt = &at.enabled[i];
+            let Some(check) = check_from(copier, &at, alt, bounds)? else {
+                continue;
+            };
+            let safe = match tier {
+                0 => check.violations.is_empty(),
+                _ => check.doomed.is_none(),
+            };
+            if !safe || !check.live {
+                continue;
+            }
+            let property = prediction
+                .violations
+                .first()
+                .map_or_else(String::new, |v| v.property.clone());
+            return Ok(Decision::Hold {
+                instead: i,
+                filter: Box::new(Filter {
+                    step: at.step,
+                    held: e.describe(),
+                    id: e.id,
+                    action: "hold",
+                    property,
+                    steps_ahead: ahead,
+                    caused_by: prediction.into(),
+                    instead: alt.describe(),
+                    checked_by: (&check).into(),
+                }),
+            });
+        }
     }
-    Ok(Decision::Unsteerable)
+    Ok(match c.doomed {
+        Some(_) => Decision::Unsteerable,
+        None => Decision::Deliver,
+    })
 }
 
 /// A prediction from the state `alt` leads to; `None` if a node hangs or exits on the way.
