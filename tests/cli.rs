@@ -741,3 +741,40 @@ fn workload_properties_are_checked_and_their_errors_located() {
     let r = run(&both, &[]);
     assert_one_line_error(&r, "give exactly one of `always");
 }
+
+#[test]
+fn watch_predicts_a_violation_ahead_whose_path_file_replays() {
+    let d = tmp();
+    let r = flymc_in(
+        d.path(),
+        &[
+            "watch",
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            "cass-3",
+            "--runs",
+            "2",
+            "--states",
+            "300",
+            "--json",
+            "w.json",
+            "--out",
+            "out",
+        ],
+    );
+    assert!(matches!(r.code, 0 | 1), "{}", r.all());
+    assert!(r.stdout.contains("predictions: "), "{}", r.all());
+    let text = std::fs::read_to_string(d.path().join("w.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["summary"]["runs"], 2);
+    // From the initial state, the missed prepare's failure is seven events ahead.
+    let forecast = &json["runs"][0]["forecasts"][0];
+    assert_eq!(forecast["property"], "no-handler-failure");
+    assert_eq!(forecast["steps_ahead"], 7);
+    let written = &json["runs"][0]["path_files"][0];
+    assert_eq!(written["reproduced"], true);
+    let replay = flymc_in(d.path(), &["replay", written["file"].as_str().unwrap()]);
+    assert_eq!(replay.code, 1, "{}", replay.all());
+    assert!(replay.stdout.contains("reproduced: no-handler-failure"));
+}

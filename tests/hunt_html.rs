@@ -1,7 +1,7 @@
 //! The hunt's `report.html`: written from a report value with two findings whose path files
-//! this test finds with `flymc run`, and rendered by headless Chromium, it has the workload
-//! table, the coverage plots and one sequence diagram per finding, new findings first; a
-//! finding whose path file is gone is said so in the page.
+//! this test finds with `flymc run`, and rendered by headless Chromium, it has one sequence
+//! diagram per finding, new findings first, then the workload table and the folded coverage
+//! plots; a finding whose path file is gone is said so in the page.
 
 use crate::common;
 
@@ -124,6 +124,10 @@ fn report_has_a_diagram_per_finding_and_the_coverage_plot() {
     for external in ["<script", "<link", "src=", "@import", "url("] {
         assert!(!html.contains(external), "the page refers to `{external}`");
     }
+    // What is new comes before the workload table, and the plots are folded.
+    let workloads = html.find("<h2>Workloads").expect("the workload table");
+    assert!(html.find(r#"id="finding-00000000000000aa""#).unwrap() < workloads);
+    assert!(html.contains("<details><summary>Coverage: raft-sim / raft-bug (random)</summary>"));
 
     let dom = chromium(&page, &d.path().join("report.png"));
     // One diagram per finding, each with its own id, inside its finding's section.

@@ -15,3 +15,4 @@ pub mod show;
 pub mod shrink;
 pub mod summary;
 pub mod systems;
+pub mod watch;

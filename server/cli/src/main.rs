@@ -73,6 +73,9 @@ enum Command {
     /// A bug-hunting campaign for CI: replay the corpus's known findings, explore to a budget,
     /// write JUnit, SARIF, JSON and HTML reports (`flymc hunt merge` joins shards).
     Hunt(flymc::hunt::HuntArgs),
+    /// Run a workload live (events as they arrive, random faults), predict its violations
+    /// before they happen (CrystalBall's consequence prediction) and with --steer avoid them.
+    Watch(flymc::watch::WatchArgs),
     /// Install and build what a real system needs (`flymc setup zookeeper [--docker]`), or CRIU
     /// for cluster snapshots (`flymc setup criu`).
     Setup {
@@ -443,6 +446,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Shrink(args) => flymc::shrink::run(&args, folder),
         Command::Debug(args) => flymc::debug::run(&args, folder),
         Command::Hunt(args) => flymc::hunt::run(args, folder),
+        Command::Watch(args) => flymc::watch::run(&args, folder),
         Command::Analyze(args) => analyze(args),
         Command::Systems => {
             let (listed, left_out) = systems::listed_with_errors();

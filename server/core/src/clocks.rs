@@ -7,6 +7,7 @@ use flymc_model::{Event, EventId, VectorClock};
 
 use crate::run::Enabled;
 
+#[derive(Clone)]
 pub(crate) struct Clocks {
     nodes: Vec<VectorClock>,
     steps: HashMap<EventId, VectorClock>,

@@ -39,6 +39,7 @@ impl CrashPoints {
     }
 }
 
+#[derive(Clone)]
 pub(crate) struct Faults {
     crashes_left: u32,
     reboots_left: u32,

@@ -9,6 +9,7 @@
 //! path's time went; [`liveness`] classifies the end states of runs that fail a liveness
 //! property (live, transient, dead) and finds a dead run's critical transition; [`pathfile`]
 //! writes and reads the paths that [`replay`] re-executes;
+//! [`live`] runs a cluster without choosing for it (`flymc watch`), predicting and steering;
 //! [`workloads`] finds the
 //! workload files the command line names.
 
@@ -20,6 +21,7 @@ pub mod explore;
 mod faults;
 pub use faults::CrashPoints;
 mod jobs;
+pub mod live;
 pub mod liveness;
 pub mod order;
 pub mod pathfile;

@@ -105,6 +105,7 @@ pub trait Protocol: Send + Sync + 'static {
     );
 }
 
+#[derive(Clone)]
 struct Pending<M> {
     event: Event,
     msg: M,
@@ -112,7 +113,8 @@ struct Pending<M> {
 
 /// A [`Target`] running a [`Protocol`] in memory.
 pub struct SimTarget<P: Protocol> {
-    protocol: P,
+    /// Shared by forks: a protocol is its configuration, never its state.
+    protocol: std::sync::Arc<P>,
     nodes: Vec<P::Node>,
     env: P::Env,
     alive: Vec<bool>,
@@ -124,7 +126,7 @@ pub struct SimTarget<P: Protocol> {
 impl<P: Protocol> SimTarget<P> {
     pub fn new(protocol: P) -> Self {
         SimTarget {
-            protocol,
+            protocol: std::sync::Arc::new(protocol),
             nodes: Vec::new(),
             env: P::Env::default(),
             alive: Vec::new(),
@@ -289,6 +291,18 @@ impl<P: Protocol> Target for SimTarget<P> {
     fn stop(&mut self) -> Result<(), TargetError> {
         self.pending.clear();
         Ok(())
+    }
+
+    fn fork(&self) -> Option<Box<dyn Target>> {
+        Some(Box::new(SimTarget {
+            protocol: self.protocol.clone(),
+            nodes: self.nodes.clone(),
+            env: self.env.clone(),
+            alive: self.alive.clone(),
+            pending: self.pending.clone(),
+            crashes: self.crashes.clone(),
+            reboots: self.reboots.clone(),
+        }))
     }
 }
 

@@ -88,4 +88,10 @@ pub trait Target: Send {
     fn restore(&mut self, _workload: &Workload, _key: u64) -> Result<bool, TargetError> {
         Ok(false)
     }
+    /// An independent copy of the cluster as it is now (settled), for exploring its futures
+    /// while this one runs on (`flymc watch`'s consequence prediction). `None`: this target
+    /// cannot copy itself in memory; the caller re-executes the history on a second target.
+    fn fork(&self) -> Option<Box<dyn Target>> {
+        None
+    }
 }

@@ -1,6 +1,7 @@
 //! `report.html`: the hunt as one self-contained page (inline CSS and SVG, no scripts, nothing
-//! fetched): what ran and for how long, a row and a coverage plot per workload, then each
-//! finding, new ones first, with its sequence diagram and the node states at its violation.
+//! fetched): what ran and for how long, then each finding (new and regressed first, then known
+//! and fixed) with its sequence diagram and the node states at its violation, then a row per
+//! workload with its coverage plots folded, so a reader sees what is new without scrolling.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -11,7 +12,7 @@ use super::report::{CoveragePoint, FindingReport, HuntReport, WorkloadReport};
 use crate::show::diagram::state_after;
 use crate::show::markup::{escape, state_table, STATE_TABLE_CSS};
 
-const CSS: &str = "body{font:14px sans-serif;margin:1.5em;color:#222}\
+pub const CSS: &str = "body{font:14px sans-serif;margin:1.5em;color:#222}\
 h1{font-size:1.4em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}\
 h3{font-size:1.05em}\
 table.runs{border-collapse:collapse}\
@@ -44,8 +45,8 @@ fn page(report: &HuntReport) -> String {
         escape(&report.started)
     );
     s.push_str(&header(report));
-    s.push_str(&workloads(report));
     s.push_str(&findings(report));
+    s.push_str(&workloads(report));
     s.push_str("</body></html>\n");
     s
 }
@@ -120,12 +121,12 @@ fn workloads(r: &HuntReport) -> String {
     for w in &r.workloads {
         let _ = write!(
             s,
-            "<h3>Coverage: {} / {} ({})</h3>",
+            "<details><summary>Coverage: {} / {} ({})</summary>{}</details>",
             escape(&w.system),
             escape(&w.workload),
-            escape(&w.strategy)
+            escape(&w.strategy),
+            plots(w)
         );
-        s.push_str(&plots(w));
     }
     s
 }
