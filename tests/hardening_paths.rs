@@ -13,20 +13,7 @@ use serde_json::{json, Value};
 
 /// A path of cassandra-sim's cass-3 (found on the second path, in milliseconds).
 fn recorded(dir: &Path) -> PathBuf {
-    let r = flymc_in(
-        dir,
-        &[
-            "run",
-            "--system",
-            "cassandra-sim",
-            "--workload",
-            "cass-3",
-            "--strategy",
-            "flymc",
-        ],
-    );
-    assert_eq!(r.code, 1, "{}", r.all());
-    path_file(&r, dir)
+    common::cass3_path(dir)
 }
 
 fn read_json(file: &Path) -> Value {

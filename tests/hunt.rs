@@ -485,17 +485,7 @@ fn a_corpus_finding_whose_id_is_not_its_folders_is_refused() {
 fn a_corpus_path_of_another_system_does_not_close_a_finding() {
     let d = tmp();
     let dir = d.path();
-    let cass = common::found(
-        dir,
-        &[
-            "--system",
-            "cassandra-sim",
-            "--workload",
-            "cass-3",
-            "--strategy",
-            "flymc",
-        ],
-    );
+    let cass = common::cass3_path(dir);
     let id = "00000000000000aa";
     let entry = corpus_entry(&dir.join("corpus"), id, id);
     std::fs::copy(&cass, entry.join("path.json")).unwrap();
