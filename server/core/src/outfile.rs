@@ -39,8 +39,9 @@ pub fn write_with_mode(file: &Path, bytes: &[u8], mode: u32) -> std::io::Result<
     #[cfg(not(unix))]
     let _ = mode;
     let mut tmp = builder.tempfile_in(dir)?;
+    // No fsync: `run --save-paths` writes a file per path, and an interrupted flymc (not a
+    // power cut) is what the rename guards against.
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_data()?;
     // On failure the temporary file is removed when `tmp` is dropped.
     tmp.persist(file).map_err(|e| e.error)?;
     Ok(())
