@@ -13,20 +13,7 @@ use serde_json::{json, Value};
 
 /// A path of cassandra-sim's cass-3 (found on the second path, in milliseconds).
 fn recorded(dir: &Path) -> PathBuf {
-    let r = flymc_in(
-        dir,
-        &[
-            "run",
-            "--system",
-            "cassandra-sim",
-            "--workload",
-            "cass-3",
-            "--strategy",
-            "flymc",
-        ],
-    );
-    assert_eq!(r.code, 1, "{}", r.all());
-    path_file(&r, dir)
+    common::cass3_path(dir)
 }
 
 fn read_json(file: &Path) -> Value {
@@ -242,4 +229,155 @@ fn a_fractional_version_is_told_to_be_an_integer() {
         &r,
         "its \"version\" is 1.0, but it must be an integer (this flymc reads version 1)",
     );
+}
+
+/// A system file that leaves `ran` in `dir` when anything of it runs: its setup check or a
+/// node. It accepts cass-3's parameters and names its expected property, so that nothing but
+/// where flymc looks for systems keeps it from running a cass-3 path.
+fn marking_system(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let marker = dir.join("ran");
+    let file = dir.join(name).join("system.toml");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let text = format!(
+        r#"version = 1
+name = "{name}"
+description = "leaves a mark when started"
+
+[node]
+program = "sh"
+args = ["-c", "touch {m}; exit 3"]
+
+[state]
+vars = ["term"]
+
+[params]
+variant = "x"
+row = {{ owner = "x" }}
+ops = []
+
+[[check]]
+run = ["sh", "-c", "touch {m}"]
+fix = "none"
+
+[[property]]
+name = "no-handler-failure"
+always = 'all(n.term >= 0)'
+"#,
+        m = marker.display()
+    );
+    std::fs::write(&file, text).unwrap();
+    (file, marker)
+}
+
+/// Issue 43, item 1: a path file is data. The system file it records is not run: a built-in
+/// system's name is the built-in system, whatever file the path names, for replay, shrink and
+/// debug alike.
+#[test]
+fn a_path_file_cannot_make_a_built_in_system_run_another_system_file() {
+    let d = tempfile::tempdir().unwrap();
+    let mut json = read_json(&recorded(d.path()));
+    let (hostile, marker) = marking_system(&d.path().join("elsewhere"), "cassandra-sim");
+    json["workload"]["system_file"] = json!(hostile.to_str().unwrap());
+    let r = replay_edited(d.path(), "hostile.json", &json);
+    assert_eq!(
+        r.code,
+        1,
+        "replayed on the built-in cassandra-sim:\n{}",
+        r.all()
+    );
+    assert!(r.stdout.contains("reproduced: "), "{}", r.stdout);
+    assert!(!r.stdout.contains("system file:"), "{}", r.stdout);
+    assert!(!marker.exists(), "the path file's system file ran");
+
+    let file = d.path().join("hostile.json");
+    let script = d.path().join("script.txt");
+    std::fs::write(&script, "step\nquit\n").unwrap();
+    for args in [
+        vec!["shrink", file.to_str().unwrap(), "--max-runs", "3"],
+        vec![
+            "debug",
+            file.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+        ],
+    ] {
+        let r = flymc_in(d.path(), &args);
+        assert!(r.code == 0 || r.code == 1, "{args:?}:\n{}", r.all());
+        assert!(!marker.exists(), "{args:?} ran the path file's system file");
+    }
+}
+
+/// Issue 43, item 1: for a system that is not built in, the system file a path records is run
+/// only when it is the one `--system NAME` finds (under ./systems/); otherwise one line says
+/// to name it with `--system FILE`, and nothing starts.
+#[test]
+fn a_recorded_system_file_runs_only_when_the_users_lookup_finds_it() {
+    let d = tempfile::tempdir().unwrap();
+    let mut json = read_json(&recorded(d.path()));
+    let (hostile, marker) = marking_system(&d.path().join("elsewhere"), "mine");
+    json["system"] = json!("mine");
+    json["workload"]["system_file"] = json!(hostile.to_str().unwrap());
+    let r = replay_edited(d.path(), "mine.json", &json);
+    assert_one_line_error(
+        &r,
+        "`mine` is neither built in nor under ./systems/; a path file cannot choose what flymc runs: pass --system FILE",
+    );
+    assert!(!marker.exists());
+
+    // ./systems/ holds another file of that name: still not the recorded one.
+    let (own, own_marker) = marking_system(&d.path().join("systems"), "mine");
+    let r = flymc_in(d.path(), &["replay", "mine.json"]);
+    assert_one_line_error(&r, &format!("`--system mine` finds {}", own.display()));
+    assert!(!marker.exists() && !own_marker.exists());
+
+    // The user's own file, named on the command line, or recorded and found under
+    // ./systems/, is used (here it goes on to refuse cass-3's workload, before it runs).
+    let r = flymc_in(
+        d.path(),
+        &["replay", "mine.json", "--system", hostile.to_str().unwrap()],
+    );
+    assert_one_line_error(&r, "the path is for `mine` but its workload file");
+    json["workload"]["system_file"] = json!(own.to_str().unwrap());
+    let r = replay_edited(d.path(), "own.json", &json);
+    assert_one_line_error(&r, "the path is for `mine` but its workload file");
+    assert!(!marker.exists() && !own_marker.exists());
+
+    // `--system` must describe the path's system.
+    let r = flymc_in(d.path(), &["replay", "mine.json", "--system", "raft-sim"]);
+    assert_one_line_error(
+        &r,
+        "--system raft-sim describes `raft-sim`, but the path is for `mine`",
+    );
+}
+
+/// Issue 43, item 7: a symlink someone left in the output folder, at a path file's name or
+/// at the temporary name flymc used to write it through, is replaced, not followed.
+#[test]
+fn symlinks_in_the_output_folder_are_replaced_not_followed() {
+    let d = tempfile::tempdir().unwrap();
+    let file = recorded(d.path());
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let link = |at: &Path| {
+        let _ = std::fs::remove_file(at);
+        std::os::unix::fs::symlink(&victim, at).unwrap();
+    };
+    // `flymc run`'s path file, and the shrunk path `flymc shrink` writes beside it.
+    link(&file.with_extension("json.tmp"));
+    let again = recorded(d.path());
+    assert_eq!(again, file);
+    let shrunk = file.with_file_name(format!(
+        "{}.shrunk.json",
+        file.file_stem().unwrap().to_string_lossy()
+    ));
+    link(&shrunk.with_extension("json.tmp"));
+    link(&shrunk);
+    let r = flymc_in(
+        d.path(),
+        &["shrink", file.to_str().unwrap(), "--max-runs", "5"],
+    );
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    assert!(!std::fs::symlink_metadata(&shrunk).unwrap().is_symlink());
+    PathFile::load(&shrunk).unwrap();
 }

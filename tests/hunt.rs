@@ -456,3 +456,188 @@ fn a_hunt_over_the_simulated_systems_writes_four_reports_that_validate_and_rende
         assert!(dom.contains(&format!(r#"id="finding-{id}""#)), "{id}");
     }
 }
+
+/// A corpus `finding.json` of a raft-sim raft-2 finding, filed under `id`.
+fn corpus_entry(corpus: &Path, folder: &str, id: &str) -> PathBuf {
+    let dir = corpus.join(folder);
+    std::fs::create_dir_all(&dir).unwrap();
+    let entry = serde_json::json!({
+        "id": id,
+        "signature": {"system": "raft-sim", "property": "election-safety", "events": [], "message": "m"},
+        "system": "raft-sim",
+        "workload": "raft-2",
+        "kind": "safety",
+        "message": "m",
+        "state": "open",
+        "first_seen": "2026-11-29T00:00:00Z",
+        "last_seen": "2026-11-29T00:00:00Z",
+        "strategy": "dfs",
+        "seed": 0
+    });
+    std::fs::write(dir.join("finding.json"), entry.to_string()).unwrap();
+    dir
+}
+
+/// A short hunt on raft-sim's raft-2 (no bug) with the corpus `corpus`.
+fn short_hunt(dir: &Path, out: &str) -> Ran {
+    flymc_in(
+        dir,
+        &[
+            "hunt",
+            "--system",
+            "raft-sim",
+            "--workload",
+            "raft-2",
+            "--strategy",
+            "dfs",
+            "--budget",
+            "5paths",
+            "--corpus",
+            "corpus",
+            "--out",
+            out,
+        ],
+    )
+}
+
+/// Issue 43, item 3: a finding's id names files in the corpus and the output folder, so one
+/// that is not an id a hunt writes, or not its own folder's, is refused before it is used.
+#[test]
+fn a_corpus_finding_whose_id_is_not_its_folders_is_refused() {
+    for (folder, id) in [
+        ("escape", "../../../escape"),
+        ("0123456789abcdef", "/tmp/escape"),
+        ("0123456789abcdef", "fedcba9876543210"),
+    ] {
+        let d = tmp();
+        let dir = d.path();
+        corpus_entry(&dir.join("corpus"), folder, id);
+        let r = short_hunt(dir, "out");
+        assert_one_line_error(
+            &r,
+            &format!("corpus/{folder}/finding.json is not a corpus finding (its id "),
+        );
+        assert!(!dir.join("out/hunt.json").exists(), "{}", r.all());
+    }
+}
+
+/// Issue 43, item 9: a corpus path of another system cannot close a finding: it is a corpus
+/// error, named under the finding's own system, and the finding stays open.
+#[test]
+fn a_corpus_path_of_another_system_does_not_close_a_finding() {
+    let d = tmp();
+    let dir = d.path();
+    let cass = common::cass3_path(dir);
+    let id = "00000000000000aa";
+    let entry = corpus_entry(&dir.join("corpus"), id, id);
+    std::fs::copy(&cass, entry.join("path.json")).unwrap();
+    let r = short_hunt(dir, "out");
+    assert_eq!(r.code, 0, "{}", r.all());
+    assert!(
+        r.stdout.contains(&format!(
+            "hunt: corpus {id} (raft-sim election-safety): not replayed: corpus error: its path.json is a path of cassandra-sim / cass-3, not of the finding's raft-sim / raft-2"
+        )),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("FIXED"), "{}", r.stdout);
+    assert!(findings(&hunt_json(&dir.join("out"))).is_empty());
+    assert_eq!(corpus(&dir.join("corpus")), [(id.into(), "open".into())]);
+}
+
+/// Issue 43, items 2 and 7: `hunt merge` copies each shard's own `findings/ID.json`, never a
+/// file its hunt.json names, nor one a symlink leads to outside the shard, nor under an id that
+/// is a path; the copies are no more readable than their source; symlinks at the reports'
+/// names are replaced, not followed.
+#[test]
+fn merge_copies_only_each_shards_own_path_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmp();
+    let dir = d.path();
+    let mode = |f: &Path| std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
+    let secret = dir.join("secret");
+    std::fs::write(&secret, "SECRET").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let shard = hunt(
+        dir,
+        &[
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            "cass-3",
+            "--strategy",
+            "random",
+            "--seeds",
+            "1",
+            "--budget",
+            "50paths",
+            "--shard",
+            "0/1",
+        ],
+        "s0",
+    );
+    let id = findings(&shard)
+        .first()
+        .expect("cass-3's bug is found in 50 random paths")
+        .1
+        .clone();
+    let own = dir.join("s0/findings").join(format!("{id}.json"));
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let edit = |f: &dyn Fn(&mut Value)| {
+        let mut report = hunt_json(&dir.join("s0"));
+        f(&mut report);
+        std::fs::write(dir.join("s0/hunt.json"), report.to_string()).unwrap();
+    };
+    edit(&|r| r["findings"][0]["path_file"] = Value::from(secret.to_str().unwrap()));
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    std::fs::create_dir_all(dir.join("m")).unwrap();
+    for name in ["hunt.json", "junit.xml", "results.sarif", "report.html"] {
+        std::os::unix::fs::symlink(&victim, dir.join("m").join(name)).unwrap();
+    }
+    let merge = |out: &str| {
+        flymc_in(
+            dir,
+            &[
+                "hunt",
+                "merge",
+                "--out",
+                out,
+                "--corpus",
+                "shards-corpus",
+                "s0",
+            ],
+        )
+    };
+    let r = merge("m");
+    assert_eq!(r.code, 1, "{}", r.all());
+    let copied = dir.join("m/findings").join(format!("{id}.json"));
+    assert_eq!(
+        std::fs::read(&copied).unwrap(),
+        std::fs::read(&own).unwrap()
+    );
+    assert_eq!(mode(&copied), 0o600);
+    let in_corpus = dir.join("shards-corpus").join(&id).join("path.json");
+    assert_eq!(
+        std::fs::read(&in_corpus).unwrap(),
+        std::fs::read(&own).unwrap()
+    );
+    assert_eq!(mode(&in_corpus), 0o600);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+
+    // A symlink out of the shard folder.
+    let kept = std::fs::read(&own).unwrap();
+    std::fs::remove_file(&own).unwrap();
+    std::os::unix::fs::symlink(&secret, &own).unwrap();
+    let r = merge("m2");
+    assert_one_line_error(&r, "leads outside the shard folder");
+    assert!(!dir.join("m2/findings").join(format!("{id}.json")).exists());
+    std::fs::remove_file(&own).unwrap();
+    std::fs::write(&own, kept).unwrap();
+
+    // An id that is a path.
+    edit(&|r| r["findings"][0]["id"] = Value::from("../../escape"));
+    let r = merge("m3");
+    assert_one_line_error(&r, "which is not 16 lowercase hex digits");
+    assert!(!dir.join("escape.json").exists() && !dir.join("m3").exists());
+}

@@ -96,9 +96,27 @@ fn a_raft_rs_violation_replays_from_another_folder() {
         ],
     );
     let elsewhere = tempfile::tempdir().unwrap();
+    // The path records its system file, but a path file cannot choose what flymc runs.
     let r = flymc_in(elsewhere.path(), &["replay", path.to_str().unwrap()]);
+    assert_one_line_error(&r, "pass --system FILE");
+    let r = flymc_in(
+        elsewhere.path(),
+        &[
+            "replay",
+            path.to_str().unwrap(),
+            "--system",
+            sys.to_str().unwrap(),
+        ],
+    );
     assert_eq!(r.code, 1, "the violation is reproduced:\n{}", r.all());
     assert!(r.stdout.contains("never-a-leader"), "{}", r.stdout);
+    let canonical = sys.canonicalize().unwrap();
+    assert!(
+        r.stdout
+            .contains(&format!("system file: {}", canonical.display())),
+        "{}",
+        r.stdout
+    );
 }
 
 /// A user's system: a shell script that speaks no hook exits at once.

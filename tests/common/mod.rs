@@ -78,6 +78,22 @@ pub fn raft_bug_path(dir: &Path) -> PathBuf {
     )
 }
 
+/// A cassandra-sim cass-3 path: `no-handler-failure` on the second path of `flymc`, in
+/// milliseconds.
+pub fn cass3_path(dir: &Path) -> PathBuf {
+    found(
+        dir,
+        &[
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            "cass-3",
+            "--strategy",
+            "flymc",
+        ],
+    )
+}
+
 /// A user-caused error: exit 2 and one line on stderr starting with "error: ", no panic.
 pub fn assert_one_line_error(ran: &Ran, needle: &str) {
     assert_eq!(ran.code, 2, "{}", ran.all());

@@ -51,6 +51,10 @@ enum Command {
         /// Where real nodes run: local processes or Docker containers.
         #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
         backend: String,
+        /// The system to run it on, a name or a system.toml (default: the path's system, built
+        /// in or under ./systems/; the system file a path file records is not run on its word).
+        #[arg(long, value_name = "NAME|FILE")]
+        system: Option<String>,
     },
     /// Write a sets file from annotated Java or Rust sources (FlyMC §4.1).
     Analyze(AnalyzeArgs),
@@ -409,7 +413,11 @@ fn dispatch(cli: Cli) -> Result<u8> {
     let folder = cli.workloads.as_deref();
     match cli.command {
         Command::Run(args) => run(args, folder),
-        Command::Replay { file, backend } => replay_cmd(&file, folder, &backend),
+        Command::Replay {
+            file,
+            backend,
+            system,
+        } => replay_cmd(&file, folder, &backend, system.as_deref()),
         Command::Setup {
             system,
             variant: Some(variant),
@@ -515,6 +523,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     let mut options = systems::options(&args.backend, args.listen, !args.no_snapshots)?;
     options.keep_run_dirs = args.keep_run_dirs;
     let system = systems::find_with(&args.system, &options)?;
+    systems::announce(system.as_ref());
     let dir = systems::workloads_dir(system.as_ref(), folder)?;
     let mut workload = workloads::load_in(&dir, system.name(), &args.workload)?;
     workload.system_file = system.file();
@@ -782,7 +791,8 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
             args.seed,
         );
         s.stopped = stopped;
-        std::fs::write(file, serde_json::to_string_pretty(&s)? + "\n").map_err(|e| {
+        let text = serde_json::to_string_pretty(&s)? + "\n";
+        flymc_core::outfile::write_atomically(file, text.as_bytes()).map_err(|e| {
             anyhow::anyhow!("cannot write the JSON summary to {}: {e}", file.display())
         })?;
     }
@@ -850,7 +860,7 @@ fn analyze(args: AnalyzeArgs) -> Result<u8> {
         _ => print!("{}", a.to_text()),
     }
     if let Some(out) = &args.out {
-        std::fs::write(out, a.to_json())
+        flymc_core::outfile::write_atomically(out, a.to_json().as_bytes())
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", out.display()))?;
         eprintln!(
             "wrote {} ({} gaps reported above)",
@@ -903,7 +913,7 @@ fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
         print!("{}", b.table());
         std::fs::create_dir_all(&args.out)?;
         let file = args.out.join("hooks.json");
-        std::fs::write(&file, serde_json::to_string_pretty(&b)?)?;
+        flymc_core::outfile::write_atomically(&file, serde_json::to_string_pretty(&b)?.as_bytes())?;
         println!("wrote {}", file.display());
         return Ok(0);
     }
@@ -957,9 +967,14 @@ fn bench(args: BenchArgs, folder: Option<&Path>) -> Result<u8> {
     Ok(0)
 }
 
-fn replay_cmd(file: &Path, folder: Option<&Path>, backend: &str) -> Result<u8> {
+fn replay_cmd(
+    file: &Path,
+    folder: Option<&Path>,
+    backend: &str,
+    given: Option<&str>,
+) -> Result<u8> {
     let path = PathFile::load(file)?;
-    let system = systems::for_path(&path, backend)?;
+    let system = systems::for_path(&path, backend, given)?;
     let workload = workload_for(&path, folder)?;
     workloads::check_expect(system.as_ref(), &workload)?;
     println!(
@@ -971,6 +986,7 @@ fn replay_cmd(file: &Path, folder: Option<&Path>, backend: &str) -> Result<u8> {
         escape::line(&path.strategy),
         path.path_number
     );
+    systems::announce(system.as_ref());
     // What follows quotes the path file and the nodes: escaped before it reaches a terminal.
     let json = |s: &flymc_model::GlobalState| -> Result<String> {
         Ok(escape::line(&serde_json::to_string(s)?).into_owned())

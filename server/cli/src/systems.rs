@@ -85,31 +85,60 @@ fn is_file_arg(name: &str) -> bool {
     name.ends_with(".toml") || name.contains('/')
 }
 
-/// The system a path file was recorded on: the system file it recorded, else by name, else
-/// the `system.toml` two folders above its workload file (`<system>/workloads/<name>.toml`),
-/// where file-described systems keep them.
+/// The system to re-execute a path file on: `given` (the user's `--system NAME|FILE`), else
+/// the path's system by name, as `--system NAME` finds it: a built-in system, or one under
+/// `./systems/`. A path file is data, so the system file it records is never run on its word:
+/// it is only checked against what the name finds, and a difference is refused with a line
+/// saying to pass `--system FILE` (docs/SECURITY.md).
 pub fn for_path(
     path: &flymc_core::pathfile::PathFile,
     backend: &str,
+    given: Option<&str>,
 ) -> Result<Box<dyn System>, FindSystemError> {
-    if let Some(f) = &path.workload.system_file {
-        return find_on(&f.display().to_string(), backend);
+    let recorded = path.workload.system_file.as_deref();
+    let untrusted = |found: Option<PathBuf>| FindSystemError::NotLookedUp {
+        system: path.system.clone(),
+        recorded: recorded.map(Path::to_path_buf),
+        found,
+    };
+    let system = match given {
+        Some(g) => find_on(g, backend)?,
+        None => find_on(&path.system, backend).map_err(|e| match e {
+            FindSystemError::Unknown(_) => untrusted(None),
+            other => other,
+        })?,
+    };
+    if system.name() != path.system {
+        return Err(FindSystemError::OtherSystem {
+            given: given.unwrap_or_default().into(),
+            found: system.name().into(),
+            system: path.system.clone(),
+        });
     }
-    match find_on(&path.system, backend) {
-        Err(FindSystemError::Unknown(e)) => {
-            let beside = path
-                .workload
-                .file
-                .parent()
-                .and_then(Path::parent)
-                .map(|d| d.join(system_file::FILE_NAME))
-                .filter(|f| f.is_file());
-            match beside {
-                Some(f) => find_on(&f.display().to_string(), backend),
-                None => Err(FindSystemError::Unknown(e)),
-            }
+    // A built-in system is the built-in whatever file the path names; a user's is used only
+    // when it is the file the path was recorded with, or the one the user named.
+    if let (None, Some(recorded), Some(file)) = (given, recorded, system.file()) {
+        if !same_file(recorded, &file) {
+            return Err(untrusted(Some(file)));
         }
-        other => other,
+    }
+    Ok(system)
+}
+
+/// Whether two paths name one file (both resolved; a missing one is no match).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The line that says which system file a command runs programs from, printed before it
+/// starts any (nothing for a built-in system).
+pub fn announce(system: &dyn System) {
+    if let Some(file) = system.file() {
+        let file = std::fs::canonicalize(&file).unwrap_or(file);
+        println!("system file: {}", file.display());
     }
 }
 
@@ -121,6 +150,33 @@ pub enum FindSystemError {
     File(#[from] flymc_real::system_file::SystemFileError),
     #[error("{0}: rust = \"{1}\" names no Rust integration of this flymc; valid: zookeeper, raft")]
     Rust(PathBuf, String),
+    #[error("{}", not_looked_up(.system, .recorded.as_deref(), .found.as_deref()))]
+    NotLookedUp {
+        system: String,
+        recorded: Option<PathBuf>,
+        found: Option<PathBuf>,
+    },
+    #[error("--system {given} describes `{found}`, but the path is for `{system}`; pass the system file of `{system}`")]
+    OtherSystem {
+        given: String,
+        found: String,
+        system: String,
+    },
+}
+
+/// [`FindSystemError::NotLookedUp`]'s line.
+fn not_looked_up(system: &str, recorded: Option<&Path>, found: Option<&Path>) -> String {
+    let here = match found {
+        Some(f) => format!("`--system {system}` finds {}", f.display()),
+        None => format!("`{system}` is neither built in nor under ./systems/"),
+    };
+    match recorded {
+        Some(r) => format!(
+            "the path file says it ran on the system file {}, but {here}; a path file cannot choose what flymc runs: pass --system FILE with the system file you trust",
+            r.display()
+        ),
+        None => format!("{here}; pass --system FILE with the system file of `{system}`"),
+    }
 }
 
 /// What `flymc setup NAME` does for the systems that need one; a one-line error otherwise.

@@ -8,7 +8,7 @@
 //! (sleep sets); [`snapshots`] start paths from their prefix's snapshot; [`timing`] says where a
 //! path's time went; [`liveness`] classifies the end states of runs that fail a liveness
 //! property (live, transient, dead) and finds a dead run's critical transition; [`pathfile`]
-//! writes and reads the paths that [`replay`] re-executes;
+//! writes and reads the paths that [`replay`] re-executes, every output through [`outfile`];
 //! [`live`] runs a cluster without choosing for it (`flymc watch`), predicting and steering;
 //! [`workloads`] finds the
 //! workload files the command line names.
@@ -24,6 +24,7 @@ mod jobs;
 pub mod live;
 pub mod liveness;
 pub mod order;
+pub mod outfile;
 pub mod pathfile;
 pub mod plan;
 pub mod replay;

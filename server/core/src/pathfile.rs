@@ -289,10 +289,9 @@ impl PathFile {
             std::fs::create_dir_all(dir).map_err(|e| PathFileError::Write(path.into(), e))?;
         }
         let text = serde_json::to_string_pretty(self).expect("path files always serialise");
-        // Write then rename, so an interrupted run never leaves half a path file.
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, text).map_err(|e| PathFileError::Write(path.into(), e))?;
-        std::fs::rename(&tmp, path).map_err(|e| PathFileError::Write(path.into(), e))
+        // Never half a path file, and never through a symlink someone left in the folder.
+        crate::outfile::write_atomically(path, text.as_bytes())
+            .map_err(|e| PathFileError::Write(path.into(), e))
     }
 
     pub fn event_ids(&self) -> Vec<EventId> {
@@ -396,8 +395,8 @@ fn canonical_id<'de, D: Deserializer<'de>>(d: D) -> Result<EventId, D::Error> {
     }
 }
 
-/// A value from the file, cut short enough for a one-line message.
-fn shorten(s: &str) -> String {
+/// A value from a file, cut short enough for a one-line message.
+pub fn shorten(s: &str) -> String {
     match s.char_indices().nth(40) {
         Some((i, _)) => format!("{}...", &s[..i]),
         None => s.to_string(),

@@ -14,6 +14,14 @@ pub fn bars(
     cap: u64,
     _exhaustion: bool,
 ) -> Result<()> {
+    let mut svg = String::new();
+    draw(&mut svg, title, entries, cap).map_err(|e| anyhow!("drawing {}: {e}", file.display()))?;
+    flymc_core::outfile::write_atomically(file, svg.as_bytes())
+        .map_err(|e| anyhow!("cannot write {}: {e}", file.display()))
+}
+
+/// The chart as SVG text, drawn into `svg` (written out whole, as every output is).
+fn draw(svg: &mut String, title: &str, entries: &[Entry], cap: u64) -> Result<()> {
     let mut workloads: Vec<&str> = Vec::new();
     let mut strategies: Vec<&str> = Vec::new();
     for e in entries {
@@ -25,8 +33,8 @@ pub fn bars(
         }
     }
     let width = (120 + workloads.len() * (strategies.len() * 14 + 30)).max(640) as u32;
-    let root = SVGBackend::new(file, (width, 460)).into_drawing_area();
-    let err = |e: &dyn std::fmt::Display| anyhow!("drawing {}: {e}", file.display());
+    let root = SVGBackend::with_string(svg, (width, 460)).into_drawing_area();
+    let err = |e: &dyn std::fmt::Display| anyhow!("{e}");
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let top = (cap as f64 * 3.0).max(10.0);
     let mut chart = ChartBuilder::on(&root)

@@ -474,7 +474,7 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
 pub fn write(report: &Report, out: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let json = out.join("bench.json");
-    std::fs::write(&json, serde_json::to_string_pretty(report)?)
+    flymc_core::outfile::write_atomically(&json, serde_json::to_string_pretty(report)?.as_bytes())
         .with_context(|| format!("cannot write {}", json.display()))?;
     let bugs = out.join("bugs.svg");
     chart::bars(

@@ -361,8 +361,11 @@ pub fn table(report: &RealReport) -> String {
 pub fn write(report: &RealReport, out: &Path) -> Result<PathBuf> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let json = out.join("real.json");
-    std::fs::write(&json, serde_json::to_string_pretty(report)? + "\n")
-        .with_context(|| format!("cannot write {}", json.display()))?;
+    flymc_core::outfile::write_atomically(
+        &json,
+        (serde_json::to_string_pretty(report)? + "\n").as_bytes(),
+    )
+    .with_context(|| format!("cannot write {}", json.display()))?;
     Ok(json)
 }
 

@@ -35,6 +35,10 @@ pub struct DebugArgs {
     /// Where real nodes run.
     #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
     pub backend: String,
+    /// The system to run it on, a name or a system.toml (default: the path's system, built
+    /// in or under ./systems/; the system file a path file records is not run on its word).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub system: Option<String>,
 }
 
 pub fn run(args: &DebugArgs, folder: Option<&Path>) -> Result<u8> {
@@ -47,9 +51,10 @@ pub fn run(args: &DebugArgs, folder: Option<&Path>) -> Result<u8> {
         None => None,
     };
     let path = PathFile::load(&args.file)?;
-    let system = systems::for_path(&path, &args.backend)?;
+    let system = systems::for_path(&path, &args.backend, args.system.as_deref())?;
     let workload = workload_for(&path, folder)?;
     workloads::check_expect(system.as_ref(), &workload)?;
+    systems::announce(system.as_ref());
     let mut s = Session::new(path, system, workload);
     println!("{}", actions::header(&s, &args.file));
     actions::moved(&mut s, 0, None);

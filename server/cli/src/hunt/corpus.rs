@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use flymc_core::outfile;
+use flymc_core::pathfile::shorten;
 use serde::{Deserialize, Serialize};
 
 use super::report::Signature;
@@ -64,8 +66,18 @@ impl Corpus {
                 let text =
                     flymc_model::bounded::read_text(&file, flymc_model::bounded::MAX_CONFIG_BYTES)
                         .map_err(|e| read(e.into()))?;
-                let entry: Entry = serde_json::from_str(&text)
-                    .map_err(|e| CorpusError::Bad(file.display().to_string(), e.to_string()))?;
+                let bad = |why: String| CorpusError::Bad(file.display().to_string(), why);
+                let entry: Entry = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+                // The id names files in the corpus and the output folder: it must be one a
+                // hunt writes, and this folder's own, before it is used as a path.
+                let folder = item.file_name();
+                if !is_id(&entry.id) || folder.to_str() != Some(entry.id.as_str()) {
+                    return Err(bad(format!(
+                        "its id {:?} is not 16 lowercase hex digits naming its folder {:?}",
+                        shorten(&entry.id),
+                        folder
+                    )));
+                }
                 entries.insert(entry.id.clone(), entry);
             }
         }
@@ -81,26 +93,27 @@ impl Corpus {
 
     /// Store `entry`, and its path file copied from `path` when given.
     pub fn put(&mut self, entry: Entry, path: Option<&Path>) -> Result<(), CorpusError> {
+        if !is_id(&entry.id) {
+            return Err(CorpusError::Bad(
+                format!("finding {:?}", shorten(&entry.id)),
+                "its id is not 16 lowercase hex digits".into(),
+            ));
+        }
         let folder = self.dir.join(&entry.id);
         let write = |e: std::io::Error| CorpusError::Write(folder.display().to_string(), e);
         std::fs::create_dir_all(&folder).map_err(write)?;
         if let Some(path) = path.filter(|p| *p != self.path_file(&entry.id)) {
-            atomic_copy(path, &self.path_file(&entry.id)).map_err(write)?;
+            outfile::copy_atomically(path, &self.path_file(&entry.id)).map_err(write)?;
         }
         let text = serde_json::to_string_pretty(&entry).expect("an entry serializes") + "\n";
-        atomic_write(&folder.join("finding.json"), text.as_bytes()).map_err(write)?;
+        outfile::write_atomically(&folder.join("finding.json"), text.as_bytes()).map_err(write)?;
         self.entries.insert(entry.id.clone(), entry);
         Ok(())
     }
 }
 
-/// Write through a temporary file and a rename, so a reader never sees half a file.
-pub fn atomic_write(file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = file.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, file)
-}
-
-pub fn atomic_copy(from: &Path, to: &Path) -> std::io::Result<()> {
-    atomic_write(to, &std::fs::read(from)?)
+/// Whether `id` is a finding's id as hunts write them ([`super::signature::id`]): 16 lowercase
+/// hex digits, so it is safe as a file name.
+pub fn is_id(id: &str) -> bool {
+    id.len() == 16 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }

@@ -33,7 +33,7 @@ code{background:#f4f4f4;padding:0 .3em}\
 .missing{color:#c00;font-style:italic}";
 
 pub fn write(report: &HuntReport, file: &Path) -> std::io::Result<()> {
-    std::fs::write(file, page(report))
+    flymc_core::outfile::write_atomically(file, page(report).as_bytes())
 }
 
 /// The whole page.

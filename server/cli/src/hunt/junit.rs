@@ -11,7 +11,7 @@ use super::report::{FindingReport, HuntReport, WorkloadReport};
 
 /// Writes `report` to `file` as JUnit XML.
 pub fn write(report: &HuntReport, file: &Path) -> std::io::Result<()> {
-    std::fs::write(file, render(report))
+    flymc_core::outfile::write_atomically(file, render(report).as_bytes())
 }
 
 /// One workload's test case: its numbers (absent for a workload that only appears through a

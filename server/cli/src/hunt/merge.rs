@@ -2,9 +2,11 @@
 //! findings folded into the corpus, as if one hunt had run them all.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use flymc_core::outfile;
+use flymc_core::pathfile::{shorten, PathFile};
 
 use super::classify;
 use super::corpus::{self, Corpus};
@@ -17,6 +19,8 @@ pub fn run(
     fail_on: &str,
 ) -> Result<u8> {
     let mut reports = Vec::new();
+    // Each shard's folder, resolved: what its findings' path files must stay inside.
+    let mut roots = Vec::new();
     let mut states: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     for dir in shards {
         let file = dir.join("hunt.json");
@@ -48,6 +52,19 @@ pub fn run(
         for (k, v) in shard_states {
             states.entry(k).or_default().extend(v);
         }
+        for f in &r.findings {
+            if !corpus::is_id(&f.id) {
+                anyhow::bail!(
+                    "{} files a finding under the id {:?}, which is not 16 lowercase hex digits as hunts write them; merge only folders `flymc hunt` wrote",
+                    file.display(),
+                    shorten(&f.id)
+                );
+            }
+        }
+        roots.push(
+            std::fs::canonicalize(dir)
+                .with_context(|| format!("cannot resolve {}", dir.display()))?,
+        );
         reports.push(r);
     }
     let ns: BTreeSet<u32> = reports
@@ -74,18 +91,19 @@ pub fn run(
 
     // Findings: one per id, with the verdict that wins; its path copied beside the reports.
     let mut findings: BTreeMap<String, FindingReport> = BTreeMap::new();
-    for f in reports.iter().flat_map(|r| &r.findings) {
+    let by_shard = roots
+        .iter()
+        .zip(&reports)
+        .flat_map(|(root, r)| r.findings.iter().map(move |f| (root, f)));
+    for (root, f) in by_shard {
         match findings.get_mut(&f.id) {
             Some(known) => known.status = classify::join(known.status, f.status),
             None => {
                 let mut f = f.clone();
+                let from = shard_path_file(root, &f)?;
                 let file = out.join("findings").join(format!("{}.json", f.id));
-                corpus::atomic_copy(&f.path_file, &file).with_context(|| {
-                    format!(
-                        "cannot copy {} into {}",
-                        f.path_file.display(),
-                        out.display()
-                    )
+                outfile::copy_atomically(&from, &file).with_context(|| {
+                    format!("cannot copy {} into {}", from.display(), out.display())
                 })?;
                 let file = std::fs::canonicalize(&file).unwrap_or(file);
                 f.replay = format!("flymc replay {}", file.display());
@@ -165,6 +183,42 @@ pub fn run(
     );
     super::summarize(&report, out, false);
     Ok(super::exit_code(&report))
+}
+
+/// Finding `f`'s path file in the shard folder `root`: the shard's own `findings/ID.json`, not
+/// whatever file its `hunt.json` names (shard folders travel, and a hunt.json is data), still
+/// inside `root` once symlinks are resolved, and a path of the finding's system and workload.
+fn shard_path_file(root: &Path, f: &FindingReport) -> Result<PathBuf> {
+    let file = root.join("findings").join(format!("{}.json", f.id));
+    let real = std::fs::canonicalize(&file).with_context(|| {
+        format!(
+            "the shard {} has no path file for its finding {} ({})",
+            root.display(),
+            f.id,
+            file.display()
+        )
+    })?;
+    if !real.starts_with(root) || !real.is_file() {
+        anyhow::bail!(
+            "{} leads outside the shard folder {} (to {}); merge copies only the shard's own files",
+            file.display(),
+            root.display(),
+            real.display()
+        );
+    }
+    let path = PathFile::load(&real)?;
+    if (&path.system, &path.workload.name) != (&f.system, &f.workload) {
+        anyhow::bail!(
+            "{} is a path of {} / {}, but the shard files finding {} under {} / {}; merge only folders `flymc hunt` wrote",
+            file.display(),
+            path.system,
+            path.workload.name,
+            f.id,
+            f.system,
+            f.workload
+        );
+    }
+    Ok(real)
 }
 
 /// A workload's report summed so far, with each shard's coverage curve.

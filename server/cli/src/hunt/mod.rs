@@ -152,6 +152,10 @@ pub fn run(args: HuntArgs, folder: Option<&Path>) -> Result<u8> {
         campaign.corpus.display(),
         corpus.entries.len()
     );
+    let mut announced = HashSet::new();
+    for w in work.iter().filter(|w| announced.insert(w.system.name())) {
+        systems::announce(w.system.as_ref());
+    }
 
     // 1. Known findings first: does each corpus path still violate on this build?
     let rechecked = recheck_corpus(&corpus, &work, &folder, shard, out)?;
@@ -386,7 +390,7 @@ fn recheck_corpus(
             let workload = workloads::load(folder, &entry.system, &entry.workload)?;
             let v = recheck::recheck(&path, system.as_ref(), &workload)?;
             std::fs::create_dir_all(out.join("findings"))?;
-            corpus::atomic_copy(
+            flymc_core::outfile::copy_atomically(
                 &file,
                 &out.join("findings").join(format!("{}.json", entry.id)),
             )?;
@@ -407,7 +411,12 @@ fn recheck_corpus(
                 verdicts.insert(entry.id.clone(), v);
             }
             // A finding that cannot be replayed is not judged fixed: it stays as it was.
-            Err(e) => say!("hunt: corpus {}: not replayed: {e:#}", entry.id),
+            Err(e) => say!(
+                "hunt: corpus {} ({} {}): not replayed: {e:#}",
+                entry.id,
+                entry.system,
+                entry.signature.property
+            ),
         }
     }
     Ok(verdicts)
@@ -472,14 +481,14 @@ pub fn write_reports(
     };
     w(
         "hunt.json",
-        corpus::atomic_write(
+        flymc_core::outfile::write_atomically(
             &out.join("hunt.json"),
             (serde_json::to_string_pretty(report)? + "\n").as_bytes(),
         ),
     )?;
     w(
         "states.json",
-        corpus::atomic_write(
+        flymc_core::outfile::write_atomically(
             &out.join("states.json"),
             serde_json::to_string(states)?.as_bytes(),
         ),

@@ -18,11 +18,40 @@ pub enum Verdict {
     Passes { why: String },
 }
 
+/// A corpus finding whose path is not a path of the finding's own system and workload: it
+/// cannot say whether the finding is fixed (another system's events are never enabled).
+#[derive(Debug, thiserror::Error)]
+#[error("corpus error: its path.json is a path of {found}, not of the finding's {expected}; restore the finding's own path.json or remove its folder")]
+pub struct NotItsPath {
+    found: String,
+    expected: String,
+}
+
+/// Whether `path` was recorded on the finding's system and workload (those of `workload`).
+pub fn belongs(path: &PathFile, workload: &Workload) -> Result<(), NotItsPath> {
+    if (&path.system, &path.workload.name) == (&workload.system, &workload.name) {
+        return Ok(());
+    }
+    Err(NotItsPath {
+        found: format!("{} / {}", path.system, path.workload.name),
+        expected: format!("{} / {}", workload.system, workload.name),
+    })
+}
+
 pub fn recheck(
     path: &PathFile,
     system: &dyn System,
     workload: &Workload,
 ) -> anyhow::Result<Verdict> {
+    belongs(path, workload)?;
+    if system.name() != workload.system {
+        anyhow::bail!(
+            "the workload {} is for {}, not {}",
+            workload.name,
+            workload.system,
+            system.name()
+        );
+    }
     let property = path
         .violation
         .as_ref()

@@ -23,7 +23,7 @@ pub const FINGERPRINT: &str = "flymcFindingId/v1";
 pub fn write(report: &HuntReport, file: &Path) -> std::io::Result<()> {
     let mut text = serde_json::to_string_pretty(&log(report)).map_err(std::io::Error::other)?;
     text.push('\n');
-    std::fs::write(file, text)
+    flymc_core::outfile::write_atomically(file, text.as_bytes())
 }
 
 #[derive(Serialize)]

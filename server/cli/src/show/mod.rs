@@ -43,7 +43,7 @@ pub fn run(args: &ShowArgs) -> Result<u8> {
         _ => text(&path),
     };
     match &args.out {
-        Some(file) => std::fs::write(file, drawing)
+        Some(file) => flymc_core::outfile::write_atomically(file, drawing.as_bytes())
             .with_context(|| format!("cannot write {}", file.display()))?,
         None => {
             use std::io::Write;

@@ -43,6 +43,10 @@ pub struct ShrinkArgs {
     /// result come on top).
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_runs: u64,
+    /// The system to run it on, a name or a system.toml (default: the path's system, built
+    /// in or under ./systems/; the system file a path file records is not run on its word).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub system: Option<String>,
 }
 
 pub fn run(args: &ShrinkArgs, folder: Option<&Path>) -> Result<u8> {
@@ -54,7 +58,7 @@ pub fn run(args: &ShrinkArgs, folder: Option<&Path>) -> Result<u8> {
             args.file.display()
         );
     };
-    let system = systems::for_path(&path, &args.backend)?;
+    let system = systems::for_path(&path, &args.backend, args.system.as_deref())?;
     let workload = workload_for(&path, folder)?;
     workloads::check_expect(system.as_ref(), &workload)?;
     println!(
@@ -65,6 +69,7 @@ pub fn run(args: &ShrinkArgs, folder: Option<&Path>) -> Result<u8> {
         path.events.len(),
         violation.property
     );
+    systems::announce(system.as_ref());
     let mut trials = Trials::new(
         system.as_ref(),
         &workload,
