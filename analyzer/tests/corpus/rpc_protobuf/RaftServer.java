@@ -23,14 +23,13 @@ abstract class AbstractLog implements RaftLog {
 }
 
 class SegmentedLog extends AbstractLog {
-    static final String SEGMENT = "segment";
     List<Entry> entries = new ArrayList<>();
     public long lastIndex() { return entries.size(); }
     public boolean matches(long index, long term) { return index <= entries.size(); }
     public boolean isUpToDate(long term, long index) { return true; }
     protected void write(Entry e) {
         entries.add(e);
-        new FileOutputStream(SEGMENT).write(e.toByteArray());
+        new FileOutputStream("segment").write(e.toByteArray());
     }
 }
 
