@@ -256,27 +256,8 @@ fn message_fields(prog: &Program, spec: &Spec, class: &str) -> Option<BTreeSet<S
             out.insert(v.clone());
         }
     }
-    let mut todo = vec![class.to_string()];
-    let mut seen = BTreeSet::new();
-    let mut known = !out.is_empty();
-    while let Some(c) = todo.pop() {
-        if !seen.insert(c.clone()) {
-            continue;
-        }
-        let Some(cl) = prog.classes.get(&c) else {
-            continue;
-        };
-        known = true;
-        out.extend(cl.fields.keys().cloned());
-        out.extend(cl.variants.iter().flat_map(|v| v.fields.iter().cloned()));
-        out.extend(
-            cl.methods
-                .iter()
-                .filter(|m| m.params.is_empty())
-                .filter_map(|m| exec::getter_field(&m.name)),
-        );
-        todo.extend(cl.supers.iter().cloned());
-    }
+    let known = !out.is_empty() || prog.classes.contains_key(class);
+    out.extend(crate::spec::class_fields(prog, class));
     out.insert(KIND_FIELD.into());
     known.then_some(out)
 }

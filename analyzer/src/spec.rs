@@ -871,7 +871,7 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
 
 /// The fields of class `c` and its supertypes in the sources, with those its getters name
 /// (`getTerm()`: `term`) and its enum variants' fields.
-fn class_fields(prog: &Program, c: &str) -> BTreeSet<String> {
+pub(crate) fn class_fields(prog: &Program, c: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let mut todo = vec![c.to_string()];
     let mut seen = BTreeSet::new();
