@@ -1,5 +1,5 @@
 //! `cargo run -p flymc-analyzer --example analyze -- --lang java SRC... [--annotations FILE]
-//! [--system NAME] [--format json|text] [--out FILE]`: the library without the flymc CLI (for
+//! [--system NAME] [--format json|text] [--out FILE] [--explain VAR]`: the library without the flymc CLI (for
 //! trying the analyzer and timing it with a release build).
 
 use std::path::PathBuf;
@@ -14,6 +14,7 @@ fn main() -> ExitCode {
     let mut system = "system".to_string();
     let mut format = "json".to_string();
     let mut out: Option<PathBuf> = None;
+    let mut explain: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = |what: &str| {
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
             "--system" => system = val("--system"),
             "--format" => format = val("--format"),
             "--out" => out = Some(PathBuf::from(val("--out"))),
+            "--explain" => explain = Some(val("--explain")),
             _ => sources.push(PathBuf::from(a)),
         }
     }
@@ -45,7 +47,15 @@ fn main() -> ExitCode {
     };
     match analyze(&opts) {
         Ok(a) => {
-            let text = if format == "text" {
+            let text = if let Some(var) = &explain {
+                match a.explain(var) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            } else if format == "text" {
                 a.to_text()
             } else {
                 a.to_json()

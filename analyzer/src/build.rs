@@ -15,7 +15,7 @@ use std::path::Path;
 use flymc_model::guard::{self, Expr as GExpr, Op, Scope};
 use flymc_model::sets::{RawEntry, RawFault, RawMessage, RawSets, FORMAT, VERSION};
 
-use crate::exec::{self, Exec, Sets, St, Status, Step, Val, KIND_FIELD};
+use crate::exec::{self, Exec, Origins, Sets, St, Status, Step, Val, KIND_FIELD};
 use crate::ir::{rename, snake, Method, Pat, Program, Stmt, StmtKind};
 use crate::spec::{FaultSpec, HandlerSpec, Spec};
 use crate::sym::{guard_text, inconsistent, Atom, SOp, Sym};
@@ -26,6 +26,8 @@ use crate::{AnalyzeError, Gap};
 pub struct HandlerReport {
     pub name: String,
     pub file: String,
+    /// The handler method's line (which overload was analysed).
+    pub line: usize,
     pub message_class: String,
     pub kinds: Vec<String>,
     /// Path groups found (after merging).
@@ -39,6 +41,8 @@ pub struct HandlerReport {
 pub struct KindReport {
     pub handlers: Vec<String>,
     pub paths: usize,
+    /// Per entry (in the sets file's order): where each variable entered each set.
+    pub origins: Vec<Origins>,
 }
 
 pub struct Output {
@@ -70,6 +74,69 @@ fn method<'p>(prog: &'p Program, class: &str, name: &str) -> Option<&'p Method> 
     let mut ms: Vec<&Method> = c.methods.iter().filter(|m| m.name == name).collect();
     ms.sort_by_key(|m| m.body.is_none());
     ms.first().copied()
+}
+
+/// The overload a handler names: the one annotated `@FlyMCHandler`, else those whose
+/// message `message_of` finds (a parameter of a message class, or the one `message` names).
+/// Returns the first and the other candidates (several: the caller warns, naming them).
+fn handler_method<'p>(
+    prog: &'p Program,
+    spec: &Spec,
+    h: &HandlerSpec,
+    wf: &str,
+) -> Result<(&'p Method, Vec<&'p Method>), AnalyzeError> {
+    let missing = || AnalyzeError::Annotation {
+        file: wf.into(),
+        message: format!("handler `{}.{}` does not exist", h.class, h.method),
+    };
+    if h.class.is_empty() {
+        return Ok((
+            method(prog, &h.class, &h.method).ok_or_else(missing)?,
+            vec![],
+        ));
+    }
+    let c = prog.classes.get(&h.class).ok_or_else(missing)?;
+    let all: Vec<&Method> = c
+        .methods
+        .iter()
+        .filter(|m| m.name == h.method && m.body.is_some())
+        .collect();
+    let annotated: Vec<&Method> = all
+        .iter()
+        .copied()
+        .filter(|m| m.annots.iter().any(|a| a.name == "FlyMCHandler"))
+        .collect();
+    let fitting: Vec<&Method> = all
+        .iter()
+        .copied()
+        .filter(|m| message_of(prog, spec, h, m, wf).is_ok())
+        .collect();
+    let pick = [annotated, fitting]
+        .into_iter()
+        .find(|ms| !ms.is_empty())
+        .unwrap_or(all);
+    match pick.split_first() {
+        Some((m, rest)) => Ok((m, rest.to_vec())),
+        None => method(prog, &h.class, &h.method)
+            .map(|m| (m, vec![]))
+            .ok_or_else(missing),
+    }
+}
+
+/// `Class.method(T, U) at File.java:12`.
+fn signature(m: &Method) -> String {
+    format!(
+        "{}.{}({}) at {}:{}",
+        m.class,
+        m.name,
+        m.params
+            .iter()
+            .map(|p| p.ty.clone().unwrap_or_else(|| "_".into()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        exec::file_name(&m.file),
+        m.line
+    )
 }
 
 fn local_type(stmts: &[Stmt], name: &str) -> Option<String> {
@@ -189,27 +256,8 @@ fn message_fields(prog: &Program, spec: &Spec, class: &str) -> Option<BTreeSet<S
             out.insert(v.clone());
         }
     }
-    let mut todo = vec![class.to_string()];
-    let mut seen = BTreeSet::new();
-    let mut known = !out.is_empty();
-    while let Some(c) = todo.pop() {
-        if !seen.insert(c.clone()) {
-            continue;
-        }
-        let Some(cl) = prog.classes.get(&c) else {
-            continue;
-        };
-        known = true;
-        out.extend(cl.fields.keys().cloned());
-        out.extend(cl.variants.iter().flat_map(|v| v.fields.iter().cloned()));
-        out.extend(
-            cl.methods
-                .iter()
-                .filter(|m| m.params.is_empty())
-                .filter_map(|m| exec::getter_field(&m.name)),
-        );
-        todo.extend(cl.supers.iter().cloned());
-    }
+    let known = !out.is_empty() || prog.classes.contains_key(class);
+    out.extend(crate::spec::class_fields(prog, class));
     out.insert(KIND_FIELD.into());
     known.then_some(out)
 }
@@ -292,10 +340,21 @@ pub fn run(
     let mut matched = BTreeSet::new();
 
     for (hi, h) in spec.handlers.iter().enumerate() {
-        let m = method(prog, &h.class, &h.method).ok_or_else(|| AnalyzeError::Annotation {
-            file: wf.clone(),
-            message: format!("handler `{}.{}` does not exist", h.class, h.method),
-        })?;
+        let (m, others) = handler_method(prog, spec, h, &wf)?;
+        if !others.is_empty() {
+            gaps.push(gap(
+                &exec::file_name(&m.file),
+                m.line,
+                format!(
+                    "handler `{}.{}` names {} overloads that could handle the message ({}); the one at line {} was analysed: annotate that one, or name the message parameter with `message`",
+                    h.class,
+                    h.method,
+                    others.len() + 1,
+                    std::iter::once(m).chain(others.iter().copied()).map(signature).collect::<Vec<_>>().join(", "),
+                    m.line
+                ),
+            ));
+        }
         let (msg_var, is_param, msg_class) = message_of(prog, spec, h, m, &wf)?;
         let mut ex = Exec::new(prog, spec);
         let mut init = ex.initial(m, BTreeMap::new());
@@ -452,6 +511,7 @@ pub fn run(
                 h.method
             ),
             file: exec::file_name(&m.file),
+            line: m.line,
             message_class: msg_class.clone(),
             kinds: vec![],
             paths: paths.len(),
@@ -541,8 +601,10 @@ pub fn run(
     let vars = spec.all_vars();
     let mut messages = BTreeMap::new();
     for (kind, paths) in &kind_paths {
-        let (entries, fields) = entries_for(paths);
-        kind_reports.entry(kind.clone()).or_default().paths = paths.len();
+        let (entries, fields, origins) = entries_for(paths);
+        let r = kind_reports.entry(kind.clone()).or_default();
+        r.paths = paths.len();
+        r.origins = origins;
         messages.insert(kind.clone(), RawMessage { fields, entries });
     }
 
@@ -766,7 +828,7 @@ fn simplify_atoms(atoms: &[Atom]) -> Vec<Atom> {
 /// Every entry is sound on its own (its sets cover every path whose atoms do not contradict its
 /// guard), so the order only affects precision, and entries may be merged or dropped as long
 /// as the catch-all stays last.
-fn entries_for(paths: &[PathOut]) -> (Vec<RawEntry>, Vec<String>) {
+fn entries_for(paths: &[PathOut]) -> (Vec<RawEntry>, Vec<String>, Vec<Origins>) {
     let mut groups: Vec<Vec<Atom>> = Vec::new();
     for p in paths {
         if !groups.contains(&p.atoms) {
@@ -824,6 +886,7 @@ fn entries_for(paths: &[PathOut]) -> (Vec<RawEntry>, Vec<String>) {
         }
     }
     let mut entries: Vec<RawEntry> = Vec::new();
+    let mut origins: Vec<Origins> = Vec::new();
     let mut seen = BTreeSet::new();
     for (g, sets) in &list {
         if g.is_empty() {
@@ -832,12 +895,14 @@ fn entries_for(paths: &[PathOut]) -> (Vec<RawEntry>, Vec<String>) {
         let e = entry(guard_text(g), sets);
         if seen.insert(e.guard.clone()) {
             entries.push(e);
+            origins.push(sets.origins.clone());
         }
     }
     entries.push(entry("true".into(), &all));
+    origins.push(all.origins);
     fields.extend(all.msg_fields.iter().cloned());
     fields.remove(KIND_FIELD);
-    (entries, fields.into_iter().collect())
+    (entries, fields.into_iter().collect(), origins)
 }
 
 fn entry(guard: String, s: &Sets) -> RawEntry {

@@ -31,6 +31,8 @@ pub struct Field {
 pub struct Param {
     pub name: String,
     pub ty: Option<String>,
+    /// Java `T... xs`: takes any number of trailing arguments (`ty` is the element type).
+    pub varargs: bool,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -344,7 +344,11 @@ fn method(ctx: &mut Ctx, m: Node, class: &str) -> Method {
                             .find(|k| k.kind().ends_with("type") || k.kind() == "type_identifier")
                             .map(|x| simple_type(&ctx.text(x)))
                     });
-                params.push(Param { name: pname, ty });
+                params.push(Param {
+                    name: pname,
+                    ty,
+                    varargs: p.kind() == "spread_parameter",
+                });
             }
         }
     }
@@ -761,7 +765,9 @@ fn binop(op: &str) -> Option<BinOp> {
 fn expr(ctx: &mut Ctx, n: Node) -> Expr {
     match n.kind() {
         "identifier" => Expr::Name(ctx.text(n)),
-        "this" | "super" => Expr::This,
+        "this" => Expr::This,
+        // `super.m()` calls the superclass's method, not an override (exec::dispatch)
+        "super" => Expr::Name("super".into()),
         "parenthesized_expression" | "cast_expression" => {
             let inner = field(n, "value").or_else(|| kids(n).into_iter().last());
             inner.map(|x| expr(ctx, x)).unwrap_or(Expr::Opaque(vec![]))

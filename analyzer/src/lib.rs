@@ -104,6 +104,8 @@ pub enum AnalyzeError {
     NoSources(String),
     #[error("nothing to analyse: {0}")]
     NoHandlers(String),
+    #[error("--explain: {0}")]
+    UnknownVariable(String),
     #[error(
         "internal error: the analyzer produced a sets file flymc rejects ({0}); please report it"
     )]
@@ -137,6 +139,11 @@ impl Analysis {
     /// The human-readable report (`flymc analyze --format text`).
     pub fn to_text(&self) -> String {
         report::text(self)
+    }
+
+    /// For each entry, where `var` entered each of its sets (`flymc analyze --explain VAR`).
+    pub fn explain(&self, var: &str) -> Result<String, AnalyzeError> {
+        report::explain(self, var)
     }
 
     pub fn gaps(&self) -> &[Gap] {

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use flymc_model::sets::RawSets;
 use serde::Serialize;
 
-use crate::Analysis;
+use crate::{Analysis, AnalyzeError};
 
 fn one<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("serialisable")
@@ -130,17 +130,25 @@ pub fn text(a: &Analysis) -> String {
     o.push('\n');
     let _ = writeln!(o, "handlers:");
     for h in &a.handlers {
+        let message = if h.message_class.is_empty() {
+            String::new()
+        } else {
+            format!("; message {}", h.message_class)
+        };
         let _ = writeln!(
             o,
-            "  {} ({}; message {}): kinds {}; {} path groups; {} opaque conditions; {} external calls",
+            "  {} ({}:{}{message}): kinds {}; {} path groups; {} opaque conditions; {} external calls",
             h.name,
             h.file,
-            h.message_class,
+            h.line,
             if h.kinds.is_empty() { "--".into() } else { h.kinds.join(", ") },
             h.paths,
             h.opaque_conditions.len(),
             h.external_calls.len()
         );
+        if !h.external_calls.is_empty() {
+            let _ = writeln!(o, "    external calls: {}", h.external_calls.join(", "));
+        }
     }
     if !a.gaps().is_empty() {
         o.push('\n');
@@ -150,4 +158,54 @@ pub fn text(a: &Analysis) -> String {
         }
     }
     o
+}
+
+/// `flymc analyze --explain VAR`: for every entry whose sets hold `var`, where it entered
+/// each of them (file:line and method, or why: control dependence, `also`).
+pub fn explain(a: &Analysis, var: &str) -> Result<String, AnalyzeError> {
+    let mut o = String::new();
+    let s = a.sets();
+    if !s.node_vars.contains(var) {
+        return Err(AnalyzeError::UnknownVariable(format!(
+            "`{var}` is not a node variable of this analysis; name one of: {}",
+            set(&s.node_vars)
+        )));
+    }
+    for (kind, m) in &s.messages {
+        let origins = a
+            .kinds
+            .get(kind)
+            .map(|k| &k.origins[..])
+            .unwrap_or_default();
+        for (i, e) in m.entries.iter().enumerate() {
+            let sets = [
+                ("read", &e.read),
+                ("update", &e.update),
+                ("send", &e.send),
+                ("disk", &e.disk),
+            ];
+            let mut lines = Vec::new();
+            for (name, set) in sets {
+                if !set.contains(var) {
+                    continue;
+                }
+                let from = origins
+                    .get(i)
+                    .and_then(|o| o.get(&(name, var.to_string())))
+                    .map(|at| at.iter().cloned().collect::<Vec<_>>().join("; "))
+                    .unwrap_or_else(|| "kept from another sets file (not analysed)".into());
+                lines.push(format!("      {name:<7}: {from}"));
+            }
+            if !lines.is_empty() {
+                let _ = writeln!(o, "message `{kind}` ({}) if {}", i + 1, e.guard);
+                for l in lines {
+                    let _ = writeln!(o, "{l}");
+                }
+            }
+        }
+    }
+    if o.is_empty() {
+        let _ = writeln!(o, "`{var}` is in no entry's read, update, send or disk set");
+    }
+    Ok(o)
 }

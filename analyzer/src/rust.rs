@@ -333,6 +333,7 @@ fn func(
                 params.push(Param {
                     name,
                     ty: ctx.ty(&t.ty),
+                    varargs: false,
                 });
             }
         }

@@ -647,23 +647,33 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
         }
     }
     for m in &side.message {
+        // A `report` key names a field the message has (a nested one, `vote.leader_id.term`,
+        // by its first step): a misspelled key would silently drop every guard on the field.
+        let fields: Option<BTreeSet<String>> = if m.external {
+            (!m.fields.is_empty()).then(|| m.fields.iter().cloned().collect())
+        } else if !prog.classes.contains_key(&m.class) {
+            None // named as missing just below
+        } else {
+            let mut all = class_fields(prog, &m.class);
+            all.extend(m.fields.iter().cloned());
+            Some(all)
+        };
+        for key in m.report.iter().flat_map(|r| r.keys()) {
+            let f = key.split('.').next().unwrap_or(key);
+            if fields.as_ref().is_some_and(|fs| !fs.contains(f)) {
+                let line = key_line(&side.text, key);
+                return Err(err(
+                    file,
+                    format!(
+                        "line {line}: [[message]] report names field `{}.{f}`, which the message does not have (its fields: {}); fix the key or add the field to `fields`",
+                        m.class,
+                        fields.iter().flatten().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+        }
         if !m.external {
             let cl = class(prog, &m.class, file, "[[message]]")?;
-            for f in m.report.iter().flat_map(|r| r.keys()) {
-                // A nested field (`vote.leader_id.term`) is checked by its first step.
-                let f = f.split('.').next().unwrap_or(f);
-                let known = cl.fields.contains_key(f)
-                    || cl.variants.iter().any(|v| v.fields.iter().any(|x| x == f));
-                if !known {
-                    return Err(err(
-                        file,
-                        format!(
-                            "[[message]] report names field `{}.{f}`, which does not exist",
-                            m.class
-                        ),
-                    ));
-                }
-            }
             if let Some(kf) = &m.kind_field {
                 if !cl.fields.contains_key(kf) && !cl.is_enum {
                     return Err(err(
@@ -794,7 +804,7 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
     for (c, (pat, params)) in side.call.iter().zip(&calls) {
         let summary = match (params, &c.means) {
             (Some(params), Some(means)) => {
-                let body = flymc_model::guard::parse_summary(means, params).map_err(|e| {
+                let body = parse_means(means, params).map_err(|e| {
                     let (line, col) = text_position(&side.text, means, e.column);
                     err(
                         file,
@@ -859,6 +869,87 @@ pub fn from_side_file(side: &SideFile, prog: &Program, file: &Path) -> Result<Sp
     Ok(spec)
 }
 
+/// The fields of class `c` and its supertypes in the sources, with those its getters name
+/// (`getTerm()`: `term`) and its enum variants' fields.
+pub(crate) fn class_fields(prog: &Program, c: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut todo = vec![c.to_string()];
+    let mut seen = BTreeSet::new();
+    while let Some(c) = todo.pop() {
+        if !seen.insert(c.clone()) {
+            continue;
+        }
+        let Some(cl) = prog.classes.get(&c) else {
+            continue;
+        };
+        out.extend(cl.fields.keys().cloned());
+        out.extend(cl.variants.iter().flat_map(|v| v.fields.iter().cloned()));
+        out.extend(
+            cl.methods
+                .iter()
+                .filter(|m| m.params.is_empty())
+                .filter_map(|m| crate::exec::getter_field(&m.name)),
+        );
+        todo.extend(cl.supers.iter().cloned());
+    }
+    out
+}
+
+/// The side file's line that writes `key` as a key (`key =` or `"key" =`); 0 if none does.
+fn key_line(text: &str, key: &str) -> usize {
+    let quoted = format!("\"{key}\"");
+    text.lines()
+        .position(|l| {
+            l.contains(&quoted)
+                || l.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                    .any(|w| w == key)
+        })
+        .map_or(0, |i| i + 1)
+}
+
+/// The name `means` uses for the receiving node's state (`n.last_log_term`), unless a
+/// parameter has that name.
+pub const NODE_SCOPE: &str = "n";
+
+/// A summary's `means` over its parameters and the node's state: `n` is parsed as one more
+/// parameter, after the real ones (`Summary::node_vars` reads it back).
+fn parse_means(
+    means: &str,
+    params: &[String],
+) -> Result<flymc_model::guard::Expr, flymc_model::guard::ParseError> {
+    let mut all = params.to_vec();
+    if !all.iter().any(|p| p == NODE_SCOPE) {
+        all.push(NODE_SCOPE.to_string());
+    }
+    flymc_model::guard::parse_summary(means, &all)
+}
+
+impl Summary {
+    /// Does parameter `k` of the body stand for the node (`n.x`)?
+    pub fn is_node(&self, k: usize) -> bool {
+        k == self.params.len()
+    }
+
+    /// The node variables the body reads (`n.x`: `x`).
+    pub fn node_vars(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut todo = vec![&self.body];
+        while let Some(e) = todo.pop() {
+            if let flymc_model::guard::Expr::Var {
+                scope: flymc_model::guard::Scope::Param(k),
+                path,
+            } = e
+            {
+                if self.is_node(*k) {
+                    out.extend(path.first().cloned());
+                }
+            }
+            todo.extend(e.children());
+        }
+        out
+    }
+}
+
 /// `Commit.isAfter(a, b)` -> (`Commit.isAfter`, the parameters `a`, `b`); no parentheses:
 /// no parameters.
 fn split_params(call: &str) -> (String, Option<Vec<String>>) {
@@ -909,6 +1000,17 @@ fn check_model_vars(spec: &Spec, file: &Path) -> Result<(), AnalyzeError> {
                     file,
                     format!(
                         "[[call]] `{}` names variable `{v}`, which no [[node_state]] declares",
+                        m.pat
+                    ),
+                ));
+            }
+        }
+        for v in m.summary.iter().flat_map(Summary::node_vars) {
+            if !vars.contains_key(&v) {
+                return Err(err(
+                    file,
+                    format!(
+                        "[[call]] `{}` means reads `n.{v}`, which no [[node_state]] declares",
                         m.pat
                     ),
                 ));

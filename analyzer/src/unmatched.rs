@@ -2,7 +2,7 @@
 //! naming the pattern and the call sites in the sources nearest to it, since a pattern that
 //! silently matches nothing leaves send, disk or update sets empty.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::ir::{Block, Expr, Program, Stmt};
 use crate::spec::{CallPat, Spec};
@@ -27,6 +27,26 @@ pub fn report(
             continue;
         }
         let sites = sites.get_or_insert_with(|| call_sites(prog));
+        let present: Vec<String> = sites
+            .iter()
+            .filter(|s| written_as(p, s))
+            .take(CANDIDATES)
+            .map(|s| format!("`{}` ({})", s.text, s.at))
+            .collect();
+        if !present.is_empty() {
+            // the call is in the sources, but no handler reaches it (another thread, a
+            // callback, code the handlers do not call)
+            out.push(Gap {
+                file: side_file.into(),
+                line: d.line,
+                column: usize::from(d.line > 0),
+                message: format!(
+                    "{what} pattern `{p}` matches calls in the sources ({}) but none is reachable from any handler or crash path (run on another thread or a callback?): add a handler for the code that makes them, or drop the pattern",
+                    present.join(", ")
+                ),
+            });
+            continue;
+        }
         let near = nearest(p, sites);
         // `pure` is only asked of calls on node state
         let calls = if what == "pure" {
@@ -57,8 +77,17 @@ struct Site {
     text: String,
     name: String,
     qual: Option<String>,
+    /// The declared type of that receiver, when it is a field of the class or a parameter.
+    qual_ty: Option<String>,
     ctor: bool,
     at: String,
+}
+
+/// Where call sites are collected: the file, and the declared types of the names in scope
+/// (the class's fields and the method's parameters).
+struct Where {
+    file: String,
+    types: BTreeMap<String, String>,
 }
 
 fn call_sites(prog: &Program) -> Vec<Site> {
@@ -69,15 +98,28 @@ fn call_sites(prog: &Program) -> Vec<Site> {
         .flat_map(|c| c.methods.iter())
         .chain(prog.functions.values());
     for m in methods {
-        let file = crate::exec::file_name(&m.file);
-        if let Some(b) = &m.body {
-            block(b, &file, &mut out);
-        }
+        let Some(b) = &m.body else {
+            continue;
+        };
+        let fields = prog.classes.get(&m.class).into_iter().flat_map(|c| {
+            c.fields
+                .values()
+                .filter_map(|f| Some((f.name.clone(), f.ty.clone()?)))
+        });
+        let params = m
+            .params
+            .iter()
+            .filter_map(|p| Some((p.name.clone(), p.ty.clone()?)));
+        let at = Where {
+            file: crate::exec::file_name(&m.file),
+            types: fields.chain(params).collect(),
+        };
+        block(b, &at, &mut out);
     }
     out
 }
 
-fn block(b: &Block, file: &str, out: &mut Vec<Site>) {
+fn block(b: &Block, file: &Where, out: &mut Vec<Site>) {
     for s in &b.stmts {
         stmt(s, file, out);
     }
@@ -86,7 +128,7 @@ fn block(b: &Block, file: &str, out: &mut Vec<Site>) {
     }
 }
 
-fn stmt(s: &Stmt, file: &str, out: &mut Vec<Site>) {
+fn stmt(s: &Stmt, file: &Where, out: &mut Vec<Site>) {
     for e in s.exprs() {
         expr(e, file, out);
     }
@@ -100,7 +142,7 @@ fn stmt(s: &Stmt, file: &str, out: &mut Vec<Site>) {
     }
 }
 
-fn expr(e: &Expr, file: &str, out: &mut Vec<Site>) {
+fn expr(e: &Expr, file: &Where, out: &mut Vec<Site>) {
     match e {
         Expr::Call {
             recv,
@@ -112,12 +154,20 @@ fn expr(e: &Expr, file: &str, out: &mut Vec<Site>) {
                 Some(r) => format!("{}.{name}", render(r)),
                 None => name.clone(),
             };
+            let qual = recv.as_deref().and_then(last_name);
             out.push(Site {
                 text,
                 name: name.clone(),
-                qual: recv.as_deref().and_then(last_name),
+                qual_ty: match recv.as_deref() {
+                    Some(Expr::Name(n)) => file.types.get(n).cloned(),
+                    Some(Expr::Field(t, n)) if matches!(**t, Expr::This) => {
+                        file.types.get(n).cloned()
+                    }
+                    _ => None,
+                },
+                qual,
                 ctor: false,
-                at: format!("{file}:{line}"),
+                at: format!("{}:{line}", file.file),
             });
             if let Some(r) = recv {
                 expr(r, file, out);
@@ -131,8 +181,9 @@ fn expr(e: &Expr, file: &str, out: &mut Vec<Site>) {
                 text: format!("new {ty}"),
                 name: ty.clone(),
                 qual: None,
+                qual_ty: None,
                 ctor: true,
-                at: format!("{file}:{line}"),
+                at: format!("{}:{line}", file.file),
             });
             for a in args {
                 expr(a, file, out);
@@ -171,6 +222,19 @@ fn expr(e: &Expr, file: &str, out: &mut Vec<Site>) {
         Expr::Stmt(s) => stmt(s, file, out),
         Expr::Lit(_) | Expr::Name(_) | Expr::This | Expr::Path(_) => {}
     }
+}
+
+/// Is `s` written as a call `p` matches (same method, and the pattern's qualifier as the
+/// receiver's last name or anywhere in the receiver's text)? Static types are not known
+/// here, so this is how the call reads, not what the walk would match.
+fn written_as(p: &CallPat, s: &Site) -> bool {
+    s.ctor == p.ctor
+        && s.name == p.name
+        && p.qual.as_ref().is_none_or(|q| {
+            s.qual.as_deref() == Some(q.as_str())
+                || s.qual_ty.as_deref() == Some(q.as_str())
+                || s.text.contains(q.as_str())
+        })
 }
 
 /// The name a receiver ends in (`zk.getZKDatabase()`: `getZKDatabase`).

@@ -1306,11 +1306,17 @@ fn bad_summaries_and_parts_are_annotation_errors() {
         .position(|l| l.contains("means = \"a > b\""))
         .unwrap()
         + 1;
-    let e = run(&|t| t.replace("means = \"a > b\"", "means = \"a > n.b\""));
+    let e = run(&|t| t.replace("means = \"a > b\"", "means = \"a > c.b\""));
     assert!(
         e.starts_with(&format!(
-            "line {line}, column 14: [[call]] `Ballots.newer(a, b)` means: unknown name `n`"
+            "line {line}, column 14: [[call]] `Ballots.newer(a, b)` means: unknown name `c`"
         )),
+        "{e}"
+    );
+    // `n.` is the node's state: an undeclared variable is named
+    let e = run(&|t| t.replace("means = \"a > b\"", "means = \"a > n.b\""));
+    assert!(
+        e.contains("`Ballots.newer` means reads `n.b`, which no [[node_state]] declares"),
         "{e}"
     );
     let e = run(&|t| t.replace("\"Ballots.newer(a, b)\"", "\"Ballots.newer\""));
@@ -1379,4 +1385,596 @@ fn cassandra_paxos_sets_file_is_the_analysis_of_its_source() {
         "integrations/cassandra-sim/sets-analysed.json",
         "regenerate it with the command in integrations/cassandra-sim/ANALYSIS.md",
     );
+}
+
+/// Issue 46's reproductions: one Java file and a side file each, analysed as a new user would
+/// (`flymc analyze --lang java DIR --annotations DIR/side.toml`).
+fn repro(java: &str, side: &str) -> Result<Analysis, AnalyzeError> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("Node.java"), java).unwrap();
+    let side_file = dir.path().join("side.toml");
+    std::fs::write(&side_file, side).unwrap();
+    analyze(&opts(
+        Lang::Java,
+        vec![dir.path().to_path_buf()],
+        Some(side_file),
+        "repro",
+    ))
+}
+
+/// The entry of `kind` whose guard is `guard` (panics with the report when there is none).
+fn entry_of<'a>(a: &'a Analysis, kind: &str, guard: &str) -> &'a flymc_model::sets::RawEntry {
+    a.sets().messages[kind]
+        .entries
+        .iter()
+        .find(|e| e.guard == guard)
+        .unwrap_or_else(|| panic!("{kind}: no entry `{guard}`\n{}", a.to_text()))
+}
+
+/// A node with a term and a log field of type `Log`, handling `Msg` (kind `vote`); `LOG`
+/// is replaced by the log's classes.
+const LOG_NODE: &str = r#"
+import java.io.FileOutputStream;
+import java.util.*;
+class Msg { long term; List<Long> entries; }
+LOG
+class Node {
+    long term;
+    Log log;
+    void onMsg(Msg m) {
+        if (m.term > term) {
+            term = m.term;
+            log.persist(term);
+        }
+    }
+}
+"#;
+
+const LOG_SIDE: &str = r#"version = 1
+[[node_state]]
+class = "Node"
+field = "term"
+persistent = true
+
+[[node_state]]
+class = "Node"
+field = "log"
+persistent = true
+
+[[message]]
+class = "Msg"
+kind = "vote"
+
+[[handler]]
+class = "Node"
+method = "onMsg"
+"#;
+
+/// Issue 46 (1): a call on an interface runs the implementation that comes through an
+/// abstract base (`FileLog extends LogBase implements Log` only through the base).
+#[test]
+fn interface_dispatch_reaches_implementations_through_an_abstract_base() {
+    let java = LOG_NODE.replace(
+        "LOG",
+        r#"
+interface Log { void persist(long t); }
+abstract class LogBase implements Log {}
+class FileLog extends LogBase {
+    public void persist(long t) { new FileOutputStream("meta").write(1); }
+}"#,
+    );
+    let a = repro(&java, LOG_SIDE).unwrap();
+    let newer = entry_of(&a, "vote", "m.term > n.term");
+    assert_eq!(newer.disk, ["meta".to_string()].into(), "{}", a.to_text());
+    assert!(entry_of(&a, "vote", "m.term <= n.term").disk.is_empty());
+}
+
+/// Issue 46 (2): a concrete method overridden in a subclass: a call on the base runs every
+/// override (the union, sound).
+#[test]
+fn a_call_on_a_base_class_runs_every_override() {
+    let java = LOG_NODE.replace(
+        "LOG",
+        r#"
+interface Log { void persist(long t); }
+abstract class LogBase implements Log {
+    public void persist(long t) { persistImpl(t); }
+    protected void persistImpl(long t) {}
+}
+class FileLog extends LogBase {
+    protected void persistImpl(long t) { new FileOutputStream("meta").write(1); }
+}"#,
+    );
+    let a = repro(&java, LOG_SIDE).unwrap();
+    let newer = entry_of(&a, "vote", "m.term > n.term");
+    assert_eq!(newer.disk, ["meta".to_string()].into(), "{}", a.to_text());
+}
+
+/// Issue 46 (3): overloads are resolved by parameter types: a `List` argument takes
+/// `append(List)` (implemented below the interface), a `long` the varargs default method
+/// (boxing), which forwards to `append(List)`; neither is mistaken for recursion.
+#[test]
+fn overloads_are_resolved_by_parameter_types_boxing_and_varargs() {
+    let java = LOG_NODE
+        .replace(
+            "LOG",
+            r#"
+interface Log {
+    void persist(long t);
+    void append(List<Long> es);
+    default void append(Long... es) { append(Arrays.asList(es)); }
+}
+class MemLog implements Log {
+    List<Long> kept;
+    public void persist(long t) {}
+    public void append(List<Long> es) { kept.addAll(es); }
+}"#,
+        )
+        .replace("log.persist(term);", "log.append(m.entries);")
+        .replace(
+            "void onMsg(Msg m) {",
+            "void onTick(Msg m) { log.append(m.term); }\n    void onMsg(Msg m) {",
+        );
+    let side = format!(
+        "{LOG_SIDE}\n[[handler]]\nclass = \"Node\"\nmethod = \"onTick\"\nkind = \"tick\"\n"
+    );
+    let a = repro(&java, &side).unwrap();
+    assert!(
+        entry_of(&a, "vote", "m.term > n.term")
+            .update
+            .contains("log"),
+        "{}",
+        a.to_text()
+    );
+    assert!(
+        entry_of(&a, "tick", "true").update.contains("log"),
+        "{}",
+        a.to_text()
+    );
+    assert!(
+        !a.gaps().iter().any(|g| g.message.contains("not followed")),
+        "{:#?}",
+        a.gaps()
+    );
+}
+
+/// Issue 46 (4): a varargs method called with fewer arguments than it declares is resolved
+/// (here and on a node-state object, where it was taken for a mutating library call).
+#[test]
+fn a_varargs_method_called_with_fewer_arguments_is_resolved() {
+    let java = r#"
+import java.io.FileOutputStream;
+class Msg { long term; }
+class Store {
+    void save(long t, String... tags) { new FileOutputStream("store").write(1); }
+}
+class Node {
+    long term;
+    Store store;
+    void persist(long t, String... tags) { new FileOutputStream("meta").write(1); }
+    void onMsg(Msg m) {
+        if (m.term > term) {
+            term = m.term;
+            persist(term);
+            store.save(term);
+        }
+    }
+}
+"#;
+    let side = LOG_SIDE.replace("field = \"log\"", "field = \"store\"");
+    let a = repro(java, &side).unwrap();
+    let newer = entry_of(&a, "vote", "m.term > n.term");
+    assert_eq!(
+        newer.disk,
+        ["meta".to_string(), "store".to_string()].into(),
+        "{}",
+        a.to_text()
+    );
+    assert_eq!(newer.update, ["term".to_string()].into(), "{}", a.to_text());
+}
+
+/// Issue 46 (5): a getter chain on a message (`r.getServerRequest().getRequestorId()`, a
+/// protobuf class outside the sources) is the nested field a `report` path names: a guard.
+#[test]
+fn getter_chains_on_messages_become_guards() {
+    let java = r#"
+class Node {
+    String leader;
+    long term;
+    void onAppend(AppendRequest r) {
+        if (r.getServerRequest().getRequestorId() == null) {
+            return;
+        }
+        leader = r.getServerRequest().getRequestorId();
+    }
+}
+"#;
+    let side = r#"version = 1
+[[node_state]]
+class = "Node"
+field = "leader"
+
+[[message]]
+class = "AppendRequest"
+kind = "append"
+external = true
+fields = ["serverRequest", "term"]
+report = { "serverRequest.requestorId" = "leader", term = "term" }
+
+[[handler]]
+class = "Node"
+method = "onAppend"
+"#;
+    let a = repro(java, side).unwrap();
+    assert!(entry_of(&a, "append", "m.leader == null").update.is_empty());
+    assert_eq!(
+        entry_of(&a, "append", "m.leader != null").update,
+        ["leader".to_string()].into()
+    );
+}
+
+/// Issue 46 (6): a call pattern matches on a local's declared type (`final PeerId cur =
+/// leaderId.get()`), as on a field's.
+#[test]
+fn call_patterns_honour_a_locals_declared_type() {
+    let java = r#"
+import java.util.concurrent.atomic.AtomicReference;
+class Msg { PeerId from; long term; }
+class Node {
+    AtomicReference<PeerId> leaderId;
+    long term;
+    void onMsg(Msg m) {
+        final PeerId cur = leaderId.get();
+        if (cur.equals(m.from)) {
+            term = m.term;
+        }
+    }
+}
+"#;
+    let side = r#"version = 1
+[[node_state]]
+class = "Node"
+field = "leaderId"
+name = "leader"
+
+[[node_state]]
+class = "Node"
+field = "term"
+
+[[message]]
+class = "Msg"
+kind = "heartbeat"
+
+[[handler]]
+class = "Node"
+method = "onMsg"
+
+[[call]]
+call = "PeerId.equals(a, b)"
+means = "a == b"
+"#;
+    let a = repro(java, side).unwrap();
+    assert_eq!(
+        entry_of(&a, "heartbeat", "m.from == n.leader").update,
+        ["term".to_string()].into(),
+        "{}",
+        a.to_text()
+    );
+    assert!(entry_of(&a, "heartbeat", "m.from != n.leader")
+        .update
+        .is_empty());
+}
+
+/// Issue 46 (7): a `report` key naming no field of the message (a misspelling) is an error
+/// with the side file's line, as is an unknown key in any table.
+#[test]
+fn a_misspelled_report_key_or_unknown_key_is_an_error_with_its_line() {
+    let java = "class Node { long term; void onVote(VoteRequest r) { term = r.candidateTerm; } }";
+    let side = r#"version = 1
+[[node_state]]
+class = "Node"
+field = "term"
+
+[[message]]
+class = "VoteRequest"
+kind = "vote"
+external = true
+fields = ["candidateTerm"]
+report = { candidateTrem = "term" }
+
+[[handler]]
+class = "Node"
+method = "onVote"
+"#;
+    let e = repro(java, side)
+        .expect_err("a misspelled report key")
+        .to_string();
+    assert!(
+        e.contains("line 11") && e.contains("`VoteRequest.candidateTrem`"),
+        "{e}"
+    );
+    assert!(e.contains("candidateTerm"), "names the fields: {e}");
+    let e = repro(
+        java,
+        &side.replace("kind = \"vote\"", "kind = \"vote\"\nkinds = \"x\""),
+    )
+    .expect_err("an unknown key")
+    .to_string();
+    assert!(
+        e.contains("line 9") && e.contains("unknown field `kinds`"),
+        "{e}"
+    );
+}
+
+/// Issue 46 (8): `means` reads node state, and a summary is the call's value: Raft's
+/// lexicographic "candidate log up to date" becomes guards.
+#[test]
+fn summaries_read_node_state_and_give_the_up_to_date_guards() {
+    let java = r#"
+class Msg { long term; long lastLogTerm; long lastLogIndex; String candidate; }
+interface Log { boolean isUpToDate(long t, long i); long lastIndex(); }
+class Node {
+    String votedFor;
+    Log log;
+    long next;
+    void onVote(Msg m) {
+        if (log.isUpToDate(m.lastLogTerm, m.lastLogIndex)) {
+            votedFor = m.candidate;
+        }
+        next = log.lastIndex() + 1;
+    }
+}
+"#;
+    let side = r#"version = 1
+[[node_state]]
+class = "Node"
+field = "votedFor"
+name = "voted_for"
+
+[[node_state]]
+class = "Node"
+field = "next"
+
+[[node_state]]
+name = "last_term"
+
+[[node_state]]
+name = "last_index"
+
+[[message]]
+class = "Msg"
+kind = "vote"
+
+[[handler]]
+class = "Node"
+method = "onVote"
+
+[[call]]
+call = "Log.isUpToDate(l, t, i)"
+means = "t > n.last_term || (t == n.last_term && i >= n.last_index)"
+
+[[call]]
+call = "Log.lastIndex(l)"
+means = "n.last_index"
+"#;
+    let a = repro(java, side).unwrap();
+    let voted = |g: &str| entry_of(&a, "vote", g).update.contains("voted_for");
+    assert!(voted("m.lastLogTerm > n.last_term"), "{}", a.to_text());
+    // same last term, and the candidate's last index at least ours
+    let entries = &a.sets().messages["vote"].entries;
+    let tie = entries
+        .iter()
+        .find(|e| {
+            e.guard.contains("m.lastLogTerm == n.last_term")
+                && e.guard.contains("n.last_index <= m.lastLogIndex")
+        })
+        .unwrap_or_else(|| panic!("{}", a.to_text()));
+    assert!(tie.update.contains("voted_for"));
+    // an older last term, or a shorter log with the same: no vote
+    for e in entries.iter().filter(|e| {
+        e.guard.contains("m.lastLogTerm < n.last_term")
+            || e.guard.contains("n.last_index > m.lastLogIndex")
+    }) {
+        assert!(!e.update.contains("voted_for"), "{}", a.to_text());
+    }
+    let all = entry_of(&a, "vote", "true");
+    assert!(all.read.contains("last_term") && all.read.contains("last_index"));
+    assert!(all.update.contains("next"));
+    // a `means` naming an undeclared node variable is an error
+    let e = repro(java, &side.replace("n.last_index\"", "n.lastIdx\""))
+        .expect_err("unknown variable")
+        .to_string();
+    assert!(e.contains("n.lastIdx"), "{e}");
+}
+
+/// Issue 46 (9), as analyzer/README.md documents it: a value a `returns = "log"` model gives
+/// is the log itself, so a mutating call on it updates `log` (sound), a read-only one does not;
+/// a value computed from it by a read-only call is a plain value.
+#[test]
+fn a_returns_model_gives_the_variable_itself() {
+    let java = r#"
+import java.util.List;
+class Msg { long term; }
+class Node {
+    Store store;
+    long size;
+    void onAdd(Msg m) { List<Long> es = store.entries(); es.add(m.term); }
+    void onSize(Msg m) { List<Long> es = store.entries(); size = es.size(); }
+}
+"#;
+    let side = r#"version = 1
+[[node_state]]
+name = "log"
+
+[[node_state]]
+class = "Node"
+field = "size"
+
+[[message]]
+class = "Msg"
+
+[[handler]]
+class = "Node"
+method = "onAdd"
+kind = "add"
+
+[[handler]]
+class = "Node"
+method = "onSize"
+kind = "size"
+
+[[call]]
+call = "Store.entries"
+returns = "log"
+"#;
+    let a = repro(java, side).unwrap();
+    assert_eq!(
+        entry_of(&a, "add", "true").update,
+        ["log".to_string()].into()
+    );
+    let size = entry_of(&a, "size", "true");
+    assert_eq!(size.update, ["size".to_string()].into());
+    assert!(size.read.contains("log"));
+}
+
+/// Issue 46 (10): the report and warnings say where things are: an unreachable call is not
+/// "no such call"; handlers with their line; several overloads named; no `message )` for an
+/// event without a message; the external calls listed; `explain` says which statement put a
+/// variable in each set.
+#[test]
+fn the_report_says_where_handlers_calls_and_set_members_come_from() {
+    let java = r#"
+class Msg { long term; }
+class Net { void broadcast(long t) {} }
+class Node {
+    long term;
+    Net net;
+    void onMsg(Msg m) {
+        if (m.term > term) {
+            term = m.term;
+            System.out.println(term);
+        }
+    }
+    void onMsg(Msg m, int retries) { term = 0; }
+    void onTimeout() { term = term + 1; }
+    void background() { net.broadcast(term); }
+}
+"#;
+    let side = r#"version = 1
+send = ["Net.broadcast", "Net.multicast"]
+
+[[node_state]]
+class = "Node"
+field = "term"
+
+[[message]]
+class = "Msg"
+kind = "vote"
+
+[[handler]]
+class = "Node"
+method = "onMsg"
+
+[[handler]]
+class = "Node"
+method = "onTimeout"
+kind = "timeout"
+"#;
+    let a = repro(java, side).unwrap();
+    let gaps: Vec<String> = a.gaps().iter().map(|g| g.to_string()).collect();
+    let gap = |needle: &str| {
+        gaps.iter()
+            .find(|g| g.contains(needle))
+            .unwrap_or_else(|| panic!("no gap about {needle}: {gaps:#?}"))
+    };
+    let b = gap("`Net.broadcast`");
+    assert!(b.contains("none is reachable from any handler"), "{b}");
+    assert!(gap("`Net.multicast`").contains("matches no call"));
+    let overloads = gap("overloads");
+    assert!(
+        overloads.contains("Node.onMsg(Msg) at Node.java:7")
+            && overloads.contains("Node.onMsg(Msg, int) at Node.java:13"),
+        "{overloads}"
+    );
+    let text = a.to_text();
+    assert!(
+        text.contains("Node.onMsg (Node.java:7; message Msg)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Node.onTimeout (Node.java:14): kinds timeout"),
+        "{text}"
+    );
+    assert!(!text.contains("message )"), "{text}");
+    assert!(text.contains("external calls: "), "{text}");
+    assert!(text.contains("println"), "{text}");
+    let why = a.explain("term").unwrap();
+    assert!(
+        why.contains("message `vote` (1) if m.term > n.term")
+            && why.contains("update : Node.java:9 (Node.onMsg)")
+            && why.contains("read   : Node.java:8 (Node.onMsg)"),
+        "{why}"
+    );
+    assert!(why.contains("Node.java:14 (Node.onTimeout)"), "{why}");
+    assert!(a.explain("nope").is_err());
+}
+
+/// Issue 46: analyzer/README.md's worked example (an RPC server whose messages are generated
+/// protobuf classes and whose log is an interface behind an abstract base) gives what the
+/// README says: `tests/corpus/rpc_protobuf` analysed with the README's side file.
+#[test]
+fn the_readme_worked_example_gives_guarded_sets() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let example = readme
+        .split("## Worked example")
+        .nth(1)
+        .expect("README has the worked example");
+    let side = example
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|t| t.split("```").next())
+        .expect("the example's side file");
+    let dir = tempfile::tempdir().unwrap();
+    let side_file = dir.path().join("raft.toml");
+    std::fs::write(&side_file, side).unwrap();
+    let a = analyze(&opts(
+        Lang::Java,
+        vec![corpus("rpc_protobuf")],
+        Some(side_file),
+        "rpc",
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let text = a.to_text();
+    let stale = entry_of(&a, "append", "n.term > m.term");
+    assert!(stale.update.is_empty() && stale.disk.is_empty(), "{text}");
+    assert!(stale.send.contains("term"), "{text}");
+    let all = entry_of(&a, "append", "true");
+    for v in ["log", "term", "leader"] {
+        assert!(all.update.contains(v), "{v}: {text}");
+    }
+    assert_eq!(
+        all.disk,
+        ["meta".to_string(), "segment".to_string()].into(),
+        "{text}"
+    );
+    let vote = &a.sets().messages["vote"].entries;
+    let newer = vote
+        .iter()
+        .find(|e| e.guard.contains("m.last_term > n.last_term"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(newer.update.contains("voted_for") && newer.disk.contains("meta"));
+    for e in vote
+        .iter()
+        .filter(|e| e.guard.contains("m.last_term < n.last_term"))
+    {
+        assert!(!e.update.contains("voted_for"), "{text}");
+    }
+    assert!(
+        !a.gaps().iter().any(|g| g.message.contains("not followed")),
+        "{:#?}",
+        a.gaps()
+    );
+    let why = a.explain("log").unwrap();
+    assert!(why.contains("(SegmentedLog.write)"), "{why}");
 }

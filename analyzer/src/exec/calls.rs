@@ -6,8 +6,9 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 
+use super::dispatch::MAX_TARGETS;
 use super::exprs::taint_root_local;
-use super::library::{disk_label, getter_field, ALIASING, INCREMENTS, PURE};
+use super::library::{disk_label, getter_field, library_type, ALIASING, INCREMENTS, PURE};
 use super::state::{merge_pairs, normalize, Frame};
 use super::{Exec, Obj, Sets, Src, St, Status, Val, MAX_DEPTH};
 use crate::ir::*;
@@ -57,6 +58,7 @@ impl<'a> Exec<'a> {
         vals: Vec<Val>,
         line: usize,
     ) -> Vec<(St, Val)> {
+        self.line.set(line);
         let quals = vec![ty.to_string()];
         let mut taint = BTreeSet::new();
         for v in &vals {
@@ -70,7 +72,7 @@ impl<'a> Exec<'a> {
                 // the stream/file object is known by this file from now on
                 taint.retain(|t| !matches!(t, Src::S(_)));
                 taint.insert(Src::S(label.clone()));
-                st.sets.disk.insert(label);
+                self.mark(&mut st, "disk", &label);
             }
         }
         for p in &self.spec.sends {
@@ -112,8 +114,8 @@ impl<'a> Exec<'a> {
         for t in taint {
             match t {
                 Src::N(v) => {
-                    st.sets.send.insert(v.clone());
-                    st.sets.read.insert(v.clone());
+                    self.mark(st, "send", v);
+                    self.mark(st, "read", v);
                 }
                 Src::M(f) => {
                     st.sets.msg_fields.insert(f.clone());
@@ -162,6 +164,7 @@ impl<'a> Exec<'a> {
                     out.push((st, Val::opaque()));
                     continue;
                 }
+                self.line.set(line);
                 out.extend(self.call(st, recv, &rv, name, vals, args, line));
             }
         }
@@ -233,10 +236,10 @@ impl<'a> Exec<'a> {
         let mut modelled: Option<Val> = None;
         for m in models {
             for r in &m.read {
-                st.sets.read.insert(r.clone());
+                self.mark(&mut st, "read", r);
             }
             for u in &m.update {
-                st.sets.update.insert(u.clone());
+                self.mark(&mut st, "update", u);
                 if !m.increments.contains(u) {
                     st.sets.non_incr.insert(u.clone());
                 }
@@ -252,7 +255,7 @@ impl<'a> Exec<'a> {
                 self.record_send(&mut st, &args_taint);
             }
             if let Some(d) = &m.disk {
-                st.sets.disk.insert(d.clone());
+                self.mark(&mut st, "disk", d);
             }
             // A summary says what the value is; it wins over `returns` and the arguments.
             let summed = m.summary.as_ref().and_then(|sum| {
@@ -311,7 +314,7 @@ impl<'a> Exec<'a> {
                     }
                     .unwrap_or_else(|| p.to_string())
                 });
-                st.sets.disk.insert(label);
+                self.mark(&mut st, "disk", &label);
                 is_sink = true;
             }
         }
@@ -322,38 +325,29 @@ impl<'a> Exec<'a> {
             let v = Val::tainted(args_taint);
             return vec![(st, v)];
         }
-        // the message object: getters are fields
         if rv.obj == Obj::Msg {
-            let cls = rv.ty.clone().unwrap_or_default();
-            if let Some(m) = self.find_method(&cls, name, vals.len()) {
-                if self.method_allowed(m) {
-                    return self.inline(st, m, rv.clone(), vals, line);
-                }
+            return self.call_on_message(st, rv, name, vals, args_taint, line);
+        }
+        // a getter on a message field (`r.getServerRequest().getRequestorId()`): a field of
+        // its own when a `report` path names it
+        if vals.is_empty() {
+            if let Some(v) = getter_field(name).and_then(|f| self.nested_msg_field(&mut st, rv, &f))
+            {
+                return vec![(st, v)];
             }
-            if vals.is_empty() {
-                if let Some(f) = getter_field(name) {
-                    let v = self.msg_field(&mut st, &f);
-                    return vec![(st, v)];
-                }
-                let is_field = self
-                    .spec
-                    .messages
-                    .get(&cls)
-                    .is_some_and(|m| m.fields.iter().any(|f| f == name))
-                    || self
-                        .prog
-                        .classes
-                        .get(&cls)
-                        .is_some_and(|c| c.fields.contains_key(name));
-                if is_field {
-                    let v = self.msg_field(&mut st, name);
-                    return vec![(st, v)];
-                }
-            }
-            return vec![(st, Val::tainted(args_taint))];
         }
         // analysed methods
-        let targets = self.resolve(&st, recv, rv, name, vals.len());
+        let mut cut = false;
+        let targets = self.resolve(&st, recv, rv, name, &vals, &mut cut);
+        if cut {
+            self.note(
+                &st,
+                line,
+                format!(
+                    "call to `{name}` may run more than {MAX_TARGETS} methods of the sources; the first {MAX_TARGETS} were followed"
+                ),
+            );
+        }
         if !targets.is_empty() {
             let this = match recv {
                 None => st
@@ -376,8 +370,11 @@ impl<'a> Exec<'a> {
                         ..Val::opaque()
                     }
                 } else {
+                    // the object keeps the most derived class the walk knows, so calls
+                    // on `this` in an inherited method take the overrides of that class
                     let mut t = this.clone();
-                    if t.ty.is_none() || !matches!(t.obj, Obj::Node(_)) {
+                    let derived = t.ty.as_ref().is_some_and(|c| self.is_subtype(c, &m.class));
+                    if t.ty.is_none() || !matches!(t.obj, Obj::Node(_)) && !derived {
                         t.ty = Some(m.class.clone());
                     }
                     t
@@ -413,7 +410,10 @@ impl<'a> Exec<'a> {
         if let Obj::Node(var) = &rv.obj {
             let var = var.clone();
             let cur = self.read_var(&mut st, &var);
+            // A part of the variable's object (`qv.votingMembers` of a node field `qv`) is not
+            // the variable's value: its `get` or `size` is no guard over the variable.
             let cur_sym = match &cur.sym {
+                _ if rv.sym != cur.sym => None,
                 Some(Sym::N(x)) if *x == var => Some(Sym::N(var.clone())),
                 s => s.clone(),
             };
@@ -543,7 +543,55 @@ impl<'a> Exec<'a> {
         if is_pure_compare {
             taint.retain(|s| !matches!(s, Src::S(_)));
         }
-        vec![(st, Val::tainted(taint))]
+        let class = match &rv.obj {
+            Obj::Class(c) => Some(c.as_str()),
+            _ => None,
+        };
+        let v = Val {
+            ty: library_type(name, class),
+            ..Val::tainted(taint)
+        };
+        vec![(st, v)]
+    }
+
+    /// A call on the message object: a method of its class is inlined, a getter (or a
+    /// method named like a field) is that field.
+    fn call_on_message(
+        &self,
+        mut st: St,
+        rv: &Val,
+        name: &str,
+        vals: Vec<Val>,
+        args_taint: BTreeSet<Src>,
+        line: usize,
+    ) -> Vec<(St, Val)> {
+        let cls = rv.ty.clone().unwrap_or_default();
+        if let Some(m) = self.find_method(&cls, name, &vals) {
+            if self.method_allowed(m) {
+                return self.inline(st, m, rv.clone(), vals, line);
+            }
+        }
+        if vals.is_empty() {
+            if let Some(f) = getter_field(name) {
+                let v = self.typed_msg_field(&mut st, &cls, &f);
+                return vec![(st, v)];
+            }
+            let is_field = self
+                .spec
+                .messages
+                .get(&cls)
+                .is_some_and(|m| m.fields.iter().any(|f| f == name))
+                || self
+                    .prog
+                    .classes
+                    .get(&cls)
+                    .is_some_and(|c| c.fields.contains_key(name));
+            if is_field {
+                let v = self.typed_msg_field(&mut st, &cls, name);
+                return vec![(st, v)];
+            }
+        }
+        vec![(st, Val::tainted(args_taint))]
     }
 
     /// A summary's body with its parameters bound to what the call passes: `a.ballot` is
@@ -568,6 +616,20 @@ impl<'a> Exec<'a> {
                 },
                 _ => Sym::Null,
             }),
+            // one past the parameters: the node (`n.last_log_term`, `spec::parse_means`)
+            GExpr::Var {
+                scope: GScope::Param(k),
+                path,
+            } if *k == binds.len() => match path.split_first() {
+                Some((var, rest)) => {
+                    let mut v = self.read_var(st, var);
+                    for f in rest {
+                        v = self.field_access(st, &v, f);
+                    }
+                    v
+                }
+                None => Val::opaque(),
+            },
             GExpr::Var {
                 scope: GScope::Param(k),
                 path,
@@ -603,7 +665,7 @@ impl<'a> Exec<'a> {
                     ..Val::tainted(taint)
                 }
             }
-            // Summary bodies name only their parameters (`parse_summary`).
+            // Summary bodies name only their parameters and `n` (`spec::parse_means`).
             GExpr::Var { .. }
             | GExpr::Quant(..)
             | GExpr::Unique(..)
@@ -612,46 +674,47 @@ impl<'a> Exec<'a> {
         }
     }
 
-    pub(super) fn find_method(&self, class: &str, name: &str, argc: usize) -> Option<&'a Method> {
-        let mut seen = BTreeSet::new();
-        let mut todo = vec![class.to_string()];
-        while let Some(c) = todo.pop() {
-            if !seen.insert(c.clone()) {
-                continue;
-            }
-            let Some(cl) = self.prog.classes.get(&c) else {
-                continue;
-            };
-            let mut cands: Vec<&Method> = cl
-                .methods
-                .iter()
-                .filter(|m| m.name == name && m.params.len() == argc)
-                .collect();
-            cands.sort_by_key(|m| m.body.is_none());
-            if let Some(m) = cands.first() {
-                return Some(m);
-            }
-            todo.extend(cl.supers.iter().cloned());
+    /// The one method `class.name` a call with `args` selects, if exactly one (tests, and
+    /// getters on a message class).
+    pub(super) fn find_method(&self, class: &str, name: &str, args: &[Val]) -> Option<&'a Method> {
+        match self.lookup(class, name, args)[..] {
+            [m] => Some(m),
+            _ => None,
         }
-        None
     }
 
+    /// The methods of the analysed sources a call may run (see `dispatch`), at most
+    /// `MAX_TARGETS`; `cut` is set when there were more (the caller names the call in a gap).
     pub(super) fn resolve(
         &self,
         st: &St,
         recv: Option<&Expr>,
         rv: &Val,
         name: &str,
-        argc: usize,
+        args: &[Val],
+        cut: &mut bool,
     ) -> Vec<&'a Method> {
         let mut classes: Vec<String> = Vec::new();
         match recv {
             None => {
-                // this class, then enclosing classes; then free functions
+                // this object's class (the most derived the walk knows), then enclosing
+                // classes; then free functions
                 let mut c = Some(self.this_class(st));
+                if let Some(t) = st.frames.last().and_then(|f| f.this.ty.clone()) {
+                    if c.as_ref()
+                        .is_some_and(|c| *c != t && self.is_subtype(&t, c))
+                    {
+                        classes.push(t);
+                    }
+                }
                 while let Some(cl) = c {
                     classes.push(cl.clone());
                     c = self.prog.classes.get(&cl).and_then(|x| x.outer.clone());
+                }
+            }
+            Some(Expr::Name(s)) if s == "super" => {
+                if let Some(c) = self.prog.classes.get(&self.this_class(st)) {
+                    classes.extend(c.supers.iter().cloned());
                 }
             }
             Some(_) => {
@@ -668,38 +731,42 @@ impl<'a> Exec<'a> {
             }
         }
         for c in &classes {
-            let Some(m) = self.find_method(c, name, argc) else {
+            let decls = self.lookup(c, name, args);
+            let mut out: Vec<&'a Method> = Vec::new();
+            if decls.is_empty() {
                 // declared in a subclass only (the receiver's static type is too general)
-                let impls: Vec<&Method> = self
-                    .subs
-                    .get(c)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|s| self.find_method(s, name, argc))
-                    .filter(|m| m.body.is_some())
-                    .take(4)
-                    .collect();
-                if !impls.is_empty() {
-                    return impls;
+                for s in self.descendants(c) {
+                    for m in self.lookup(s, name, args) {
+                        if m.body.is_some() && !out.iter().any(|x| std::ptr::eq(*x, m)) {
+                            out.push(m);
+                        }
+                    }
                 }
-                continue;
-            };
-            {
-                if m.body.is_some() {
-                    return vec![m];
-                }
-                // abstract: the implementations in the analysed sources
-                let impls: Vec<&Method> = self
-                    .subs
-                    .get(c)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|s| self.find_method(s, name, argc))
-                    .filter(|m| m.body.is_some())
-                    .take(4)
-                    .collect();
-                return impls;
             }
+            // a static method or a constructor runs as declared; otherwise every override
+            for d in decls {
+                let is_super = matches!(recv, Some(Expr::Name(s)) if s == "super");
+                let run =
+                    if d.is_static || is_super || matches!(rv.obj, Obj::Class(_)) && recv.is_some()
+                    {
+                        vec![d]
+                    } else {
+                        self.overrides(c, d)
+                    };
+                for m in run {
+                    if m.body.is_some() && !out.iter().any(|x| std::ptr::eq(*x, m)) {
+                        out.push(m);
+                    }
+                }
+            }
+            if out.is_empty() {
+                continue;
+            }
+            if out.len() > MAX_TARGETS {
+                *cut = true;
+                out.truncate(MAX_TARGETS);
+            }
+            return out;
         }
         if recv.is_none() {
             if let Some(f) = self.prog.functions.get(name) {
@@ -853,7 +920,16 @@ impl<'a> Exec<'a> {
         };
         let mut locals = BTreeMap::new();
         for (i, p) in m.params.iter().enumerate() {
-            let mut v = vals.get(i).cloned().unwrap_or_else(Val::opaque);
+            let mut v = if p.varargs && vals.len() != m.params.len() {
+                // `T... xs` given zero or several arguments: an array of all of them
+                let mut t = BTreeSet::new();
+                for v in vals.iter().skip(i) {
+                    t.extend(v.all_taint());
+                }
+                Val::tainted(t)
+            } else {
+                vals.get(i).cloned().unwrap_or_else(Val::opaque)
+            };
             if v.ty.is_none() || matches!(v.obj, Obj::Plain) && v.ty.is_none() {
                 v.ty = p.ty.clone();
             }
@@ -882,7 +958,9 @@ impl<'a> Exec<'a> {
                     .join(" > ")
             );
         }
+        let caller_line = self.line.get();
         let outs = self.block(body, vec![st]);
+        self.line.set(caller_line);
         self.stack.borrow_mut().pop();
         let ret_ty = m.ret.clone().filter(|t| self.prog.classes.contains_key(t));
         let mut res = Vec::new();
@@ -974,10 +1052,13 @@ mod tests {
         let (prog, spec) = java(NODE);
         let ex = Exec::new(&prog, &spec);
         assert_eq!(
-            ex.find_method("Node", "twice", 1).map(|m| &m.name[..]),
+            ex.find_method("Node", "twice", &[Val::opaque()])
+                .map(|m| &m.name[..]),
             Some("twice")
         );
-        assert!(ex.find_method("Node", "twice", 2).is_none());
+        assert!(ex
+            .find_method("Node", "twice", &[Val::opaque(), Val::opaque()])
+            .is_none());
         let (m, st) = start(&ex, "onVote");
         let out = ex.block(m.body.as_ref().unwrap(), vec![st]);
         assert_eq!(out.len(), 1);

@@ -19,6 +19,13 @@ impl<'a> Exec<'a> {
     }
 
     pub(super) fn eval_name(&self, st: &mut St, name: &str) -> Val {
+        if name == "super" {
+            return st
+                .frames
+                .last()
+                .map(|f| f.this.clone())
+                .unwrap_or_else(Val::opaque);
+        }
         if let Some(v) = st.frames.last().and_then(|f| f.locals.get(name)).cloned() {
             return v;
         }
@@ -78,7 +85,7 @@ impl<'a> Exec<'a> {
             return v;
         }
         if obj.obj == Obj::Msg {
-            return self.msg_field(st, field);
+            return self.typed_msg_field(st, &owner.name, field);
         }
         // `ballot` inside a method of the message field's class (`this` is the field)
         if let Some(v) = self.nested_msg_field(st, obj, field) {
@@ -118,7 +125,7 @@ impl<'a> Exec<'a> {
     /// message, which `report` may name by the hook's flat field name. Only paths a `report`
     /// names (or leads to) are split out; any other field of a message field stays part of it.
     /// It keeps its declared type, so calls on it match patterns by type (`UUID.equals`).
-    fn nested_msg_field(&self, st: &mut St, o: &Val, f: &str) -> Option<Val> {
+    pub(super) fn nested_msg_field(&self, st: &mut St, o: &Val, f: &str) -> Option<Val> {
         let Some(Sym::M(p)) = &o.sym else {
             return None;
         };
@@ -133,6 +140,19 @@ impl<'a> Exec<'a> {
                 .and_then(|c| c.fields.get(f))
                 .and_then(|x| x.ty.clone());
         Some(v)
+    }
+
+    /// A message field with its declared type when that is a library type (`List<Long>
+    /// entries`), which overload resolution uses; a class of the sources is left untyped so
+    /// calls on the field stay as they were (opaque).
+    pub(super) fn typed_msg_field(&self, st: &mut St, class: &str, field: &str) -> Val {
+        let mut v = self.msg_field(st, field);
+        v.ty = self
+            .field_owner(class, field, false)
+            .and_then(|c| c.fields.get(field))
+            .and_then(|f| f.ty.clone())
+            .filter(|t| !self.prog.classes.contains_key(t));
+        v
     }
 
     pub(super) fn msg_field(&self, st: &mut St, field: &str) -> Val {

@@ -161,6 +161,16 @@ pub(super) const ALIASING: &[&str] = &[
     "into_iter",
 ];
 
+/// The type a well-known library call returns (`Arrays.asList(..)` is a `List`), for
+/// overload resolution; `class` is the receiver when the call is static (`List.of(..)`).
+pub(super) fn library_type(name: &str, class: Option<&str>) -> Option<String> {
+    match (name, class) {
+        ("asList" | "singletonList" | "emptyList" | "unmodifiableList", _) => Some("List".into()),
+        ("of" | "copyOf", Some(c @ ("List" | "Set" | "Map"))) => Some(c.into()),
+        _ => None,
+    }
+}
+
 pub fn getter_field(name: &str) -> Option<String> {
     let rest = name
         .strip_prefix("get")

@@ -22,13 +22,16 @@ pub const KIND_FIELD: &str = "@kind";
 
 /// Above this many states, states with the same atoms are merged whatever their values.
 const MAX_STATES: usize = 32;
-/// Above this many, only the atoms all merged states share are kept.
-const MAX_GROUPS: usize = 400;
+/// Above this many, only the atoms all merged states share are kept. (512, not 400: running
+/// every override below an interface, ZooKeeper's `LearnerHandler.run` reaches 401 groups, and
+/// collapsing them would drop the message-type atoms of every ZAB packet's paths.)
+const MAX_GROUPS: usize = 512;
 const MAX_DEPTH: usize = 10;
 const MAX_STEPS: usize = 3_000_000;
 
 mod calls;
 mod conditions;
+mod dispatch;
 mod exprs;
 mod library;
 mod patterns;
@@ -41,7 +44,7 @@ mod vars;
 pub use library::getter_field;
 pub use regions::{annotated_catches, find_catches, find_sites, Step};
 use state::Frame;
-pub use state::{Sets, St, Status};
+pub use state::{Origins, Sets, St, Status};
 pub use values::{Obj, Src, Val};
 
 /// A callee's outcomes from one entry.
@@ -83,6 +86,8 @@ pub struct Exec<'a> {
     stop_cache: RefCell<HashMap<usize, bool>>,
     stack: RefCell<Vec<(String, String)>>,
     steps: Cell<usize>,
+    /// The line of the statement or call being walked (for `Sets::origins`).
+    line: Cell<usize>,
     pub seen: RefCell<Seen>,
     /// Subclasses by superclass.
     subs: HashMap<String, Vec<String>>,
@@ -133,6 +138,7 @@ impl<'a> Exec<'a> {
             stop_cache: RefCell::new(HashMap::new()),
             stack: RefCell::new(Vec::new()),
             steps: Cell::new(0),
+            line: Cell::new(0),
             seen: RefCell::new(Seen::default()),
             subs,
             memo: RefCell::new(HashMap::new()),
@@ -156,6 +162,32 @@ impl<'a> Exec<'a> {
             line,
             message,
         });
+    }
+
+    /// Put `var` in the path's `set` (`read`, `update`, `send`, `disk`), recording where
+    /// when it is new there.
+    fn mark(&self, st: &mut St, set: &'static str, var: &str) {
+        if st.sets.named(set).insert(var.to_string()) {
+            let at = match st.frames.last() {
+                Some(f) if !f.method.is_empty() => format!(
+                    "{}:{} ({}{})",
+                    self.file_of(st),
+                    self.line.get(),
+                    if f.class.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{}.", f.class)
+                    },
+                    f.method
+                ),
+                _ => format!("{}:{}", self.file_of(st), self.line.get()),
+            };
+            st.sets
+                .origins
+                .entry((set, var.to_string()))
+                .or_default()
+                .insert(at);
+        }
     }
 
     fn file_of(&self, st: &St) -> String {

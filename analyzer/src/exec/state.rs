@@ -8,7 +8,12 @@ use super::{Src, Val, MAX_GROUPS, MAX_STATES};
 use crate::spec::Spec;
 use crate::sym::Atom;
 
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Where each variable entered each set (`("update", "log")` -> `FileLog.java:7
+/// (FileLog.persist)`): the first statement on a path that put it there; merged paths keep
+/// all of theirs. Not part of a path's identity (`Sets`'s equality ignores it).
+pub type Origins = BTreeMap<(&'static str, String), BTreeSet<String>>;
+
+#[derive(Clone, Debug, Default)]
 pub struct Sets {
     pub read: BTreeSet<String>,
     pub update: BTreeSet<String>,
@@ -22,10 +27,42 @@ pub struct Sets {
     /// Node variables the path's branch conditions read: whether it sends, and what (a
     /// constant a branch chose), depends on them (`sent_under_control`).
     pub control: BTreeSet<String>,
+    pub origins: Origins,
+}
+
+impl PartialEq for Sets {
+    fn eq(&self, o: &Sets) -> bool {
+        self.read == o.read
+            && self.update == o.update
+            && self.send == o.send
+            && self.disk == o.disk
+            && self.non_incr == o.non_incr
+            && self.msg_fields == o.msg_fields
+            && self.sends == o.sends
+            && self.control == o.control
+    }
 }
 
 impl Sets {
+    /// The set named `set` (`read`, `update`, `send`, `disk`).
+    pub fn named(&mut self, set: &str) -> &mut BTreeSet<String> {
+        match set {
+            "read" => &mut self.read,
+            "update" => &mut self.update,
+            "send" => &mut self.send,
+            _ => &mut self.disk,
+        }
+    }
+
     pub fn union(&mut self, o: &Sets) {
+        for (k, v) in &o.origins {
+            match self.origins.get_mut(k) {
+                Some(x) => x.extend(v.iter().cloned()),
+                None => {
+                    self.origins.insert(k.clone(), v.clone());
+                }
+            }
+        }
         self.read.extend(o.read.iter().cloned());
         self.update.extend(o.update.iter().cloned());
         self.send.extend(o.send.iter().cloned());
@@ -42,7 +79,13 @@ impl Sets {
     /// message may depend on.)
     pub fn sent_under_control(&mut self) {
         if self.sends {
-            self.send.extend(self.control.iter().cloned());
+            for v in &self.control {
+                if self.send.insert(v.clone()) {
+                    self.origins.entry(("send", v.clone())).or_default().insert(
+                        "a branch on it decides what this path sends (control dependence)".into(),
+                    );
+                }
+            }
         }
     }
 
@@ -60,17 +103,29 @@ impl Sets {
         if spec.also.is_empty() {
             return;
         }
-        let widen = |set: &mut BTreeSet<String>| {
-            let extra: Vec<String> = set
+        let origins = &mut self.origins;
+        let mut widen = |name: &'static str, set: &mut BTreeSet<String>| {
+            let extra: Vec<(String, String)> = set
                 .iter()
-                .flat_map(|v| spec.with_also(v).skip(1).map(str::to_string))
+                .flat_map(|v| {
+                    spec.with_also(v)
+                        .skip(1)
+                        .map(move |x| (x.to_string(), v.clone()))
+                })
                 .collect();
-            set.extend(extra);
+            for (x, v) in extra {
+                if set.insert(x.clone()) && !name.is_empty() {
+                    origins
+                        .entry((name, x))
+                        .or_default()
+                        .insert(format!("held in the same field as `{v}` (`also`)"));
+                }
+            }
         };
-        widen(&mut self.read);
-        widen(&mut self.update);
-        widen(&mut self.send);
-        widen(&mut self.non_incr);
+        widen("read", &mut self.read);
+        widen("update", &mut self.update);
+        widen("send", &mut self.send);
+        widen("", &mut self.non_incr);
         // A holder of parts is only its parts.
         for set in [
             &mut self.read,

@@ -55,6 +55,7 @@ impl<'a> Exec<'a> {
 
     pub(super) fn stmt(&self, s: &Stmt, states: Vec<St>) -> Vec<St> {
         self.steps.set(self.steps.get() + states.len());
+        self.line.set(s.line);
         if self.over_budget() {
             return states
                 .into_iter()
@@ -93,14 +94,8 @@ impl<'a> Exec<'a> {
                             res.push(st);
                             continue;
                         }
-                        // the declared type wins when it is an analysed class (downcasts)
-                        if ty.is_some()
-                            && (v.ty.is_none()
-                                || ty
-                                    .as_ref()
-                                    .is_some_and(|t| self.prog.classes.contains_key(t)))
-                        {
-                            v.ty = ty.clone();
+                        if let Some(t) = ty.as_deref().filter(|t| self.declared_type_wins(t, &v)) {
+                            v.ty = Some(t.to_string());
                         }
                         if let (Pat::Bind(name), Some(_)) = (pat, init) {
                             if let Some(var) = self.node_local(&st, name) {
@@ -271,6 +266,24 @@ impl<'a> Exec<'a> {
 
     /// Finish a `try` whose body produced `after` (from `entry`). `from_catch`: the region
     /// started inside catch clause `k`, whose output `after` is.
+    /// Does a local's declared type replace what the walk knows of its value's type? When it
+    /// is an analysed class (downcasts); when the value's type is unknown; and when the value
+    /// is a library object (`final PeerId cur = leaderId.get()`: `get` gives the reference's
+    /// type), so call patterns on the declared type match. A value of a class below the
+    /// declared one keeps its class (more precise dispatch), and `var` declares nothing.
+    pub(super) fn declared_type_wins(&self, declared: &str, v: &Val) -> bool {
+        if declared == "var" {
+            return false;
+        }
+        match &v.ty {
+            None => true,
+            Some(t) if self.prog.classes.contains_key(declared) => {
+                !(t != declared && self.is_subtype(t, declared))
+            }
+            Some(t) => !self.prog.classes.contains_key(t) && !matches!(v.obj, Obj::Node(_)),
+        }
+    }
+
     pub(super) fn after_try(
         &self,
         entry: Vec<St>,

@@ -73,7 +73,7 @@ impl<'a> Exec<'a> {
     }
 
     pub(super) fn read_var(&self, st: &mut St, var: &str) -> Val {
-        st.sets.read.insert(var.to_string());
+        self.mark(st, "read", var);
         let ty = self.var_type(var);
         let primitive = ty.as_deref().is_some_and(|t| PRIMITIVES.contains(&t));
         // A variable whose reported value is not this value gets no symbol: no guard on it.
@@ -97,7 +97,7 @@ impl<'a> Exec<'a> {
     }
 
     pub(super) fn write_var(&self, st: &mut St, var: &str, v: Val, increment: bool) {
-        st.sets.update.insert(var.to_string());
+        self.mark(st, "update", var);
         if !increment {
             st.sets.non_incr.insert(var.to_string());
         }
@@ -108,7 +108,7 @@ impl<'a> Exec<'a> {
 
     /// A mutation of part of a variable's object (`n.log.push(e)`, `map.put(k, v)`).
     pub(super) fn touch_var(&self, st: &mut St, var: &str, taint: &BTreeSet<Src>) {
-        st.sets.update.insert(var.to_string());
+        self.mark(st, "update", var);
         st.sets.non_incr.insert(var.to_string());
         let mut cur = st.node.get(var).cloned().unwrap_or_else(|| Val {
             sym: None,

@@ -127,6 +127,10 @@ struct AnalyzeArgs {
     /// this sets file, e.g. a hand-written one; the report names them.
     #[arg(long, value_name = "SETS.json")]
     keep: Option<PathBuf>,
+    /// Print, for every entry whose sets hold node variable VAR, which call or statement
+    /// (file:line, method) put it in each set, instead of the report.
+    #[arg(long, value_name = "VAR")]
+    explain: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -855,6 +859,7 @@ fn analyze(args: AnalyzeArgs) -> Result<u8> {
         eprintln!("warning: {gap}");
     }
     match args.format.as_str() {
+        _ if args.explain.is_some() => print!("{}", a.explain(args.explain.as_deref().unwrap())?),
         "json" if args.out.is_none() => print!("{}", a.to_json()),
         "json" => {}
         _ => print!("{}", a.to_text()),
