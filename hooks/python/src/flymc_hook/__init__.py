@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
 
 from . import caught
 from ._client import POLL, PROTOCOL_VERSION, REPORT, Client
@@ -49,6 +47,12 @@ from .errors import (
     Rejected,
     UsageError,
 )
+
+# Types for checkers only: importing `typing` (and `dataclasses`) costs every node start
+# tens of milliseconds, and flymc starts every node of every path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Sequence
 
 __all__ = [
     "EXCEPTIONS_VAR",
@@ -80,25 +84,37 @@ DISK = "disk"
 CLIENT = "client"
 
 
-@dataclass
 class HookConfig:
     """Where the server is and who this node is; usually from the environment flymc sets."""
 
-    server: str
-    token: str
-    node: int
-    incarnation: int = 0
-    #: `ip:port` this node may listen on, if flymc gave one.
-    addr: Optional[str] = None
-    #: Every node's `ip:port`, in node order.
-    peers: List[str] = field(default_factory=list)
-    #: The node's data directory (kept across crash and reboot).
-    data_dir: Optional[str] = None
-    #: End the process when the server goes away (the default).
-    exit_when_server_gone: bool = True
-    #: The named pipe to wait on after pausing for a checkpoint (FLYMC_RESUME); without it the
-    #: hook does not offer to pause.
-    resume: Optional[str] = None
+    def __init__(
+        self,
+        server: str,
+        token: str,
+        node: int,
+        incarnation: int = 0,
+        addr: Optional[str] = None,
+        peers: Optional[List[str]] = None,
+        data_dir: Optional[str] = None,
+        exit_when_server_gone: bool = True,
+        resume: Optional[str] = None,
+    ) -> None:
+        #: `host:port` of the event server, and the run's token.
+        self.server = server
+        self.token = token
+        self.node = node
+        self.incarnation = incarnation
+        #: `ip:port` this node may listen on, if flymc gave one.
+        self.addr = addr
+        #: Every node's `ip:port`, in node order.
+        self.peers = list(peers or [])
+        #: The node's data directory (kept across crash and reboot).
+        self.data_dir = data_dir
+        #: End the process when the server goes away (the default).
+        self.exit_when_server_gone = exit_when_server_gone
+        #: The named pipe to wait on after pausing for a checkpoint (FLYMC_RESUME); without it
+        #: the hook does not offer to pause.
+        self.resume = resume
 
     @staticmethod
     def from_env(environ: Optional[Dict[str, str]] = None) -> "HookConfig":
@@ -129,58 +145,67 @@ class HookConfig:
         )
 
 
-@dataclass
 class Delivery:
     """An event flymc enabled at this node."""
 
-    id: str
-    #: "message", "timeout", "disk" or "client".
-    kind: str
-    #: Message type, timer name or client event name.
-    name: str
-    #: The sender of a message (None for timers, disk writes and client requests).
-    sender: Optional[int]
-    fields: Dict[str, Any]
-    #: The payload the sender reported, verbatim.
-    payload: Any
+    __slots__ = ("id", "kind", "name", "sender", "fields", "payload")
+
+    def __init__(self, id: str, kind: str, name: str, sender: Optional[int], fields: Dict[str, Any],
+                 payload: Any) -> None:
+        self.id = id
+        #: "message", "timeout", "disk" or "client".
+        self.kind = kind
+        #: Message type, timer name or client event name.
+        self.name = name
+        #: The sender of a message (None for timers, disk writes and client requests).
+        self.sender = sender
+        self.fields = fields
+        #: The payload the sender reported, verbatim.
+        self.payload = payload
+
+    def __repr__(self) -> str:
+        return f"Delivery({self.kind} {self.name} {self.id} from {self.sender})"
 
     def field(self, name: str, default: Any = None) -> Any:
         return self.fields.get(name, default)
 
 
-@dataclass
 class Outgoing:
     """An event to report: a message, a timer or a crash-point disk write."""
 
-    kind: str
-    name: str
-    to: Optional[int] = None
-    fields: Dict[str, Any] = field(default_factory=dict)
-    payload: Any = None
-    #: Messages with one sender, destination and channel are delivered in report order, like
-    #: the packets of one TCP connection; None: flymc may reorder them.
-    channel: Optional[str] = None
-    #: A peer-failure timer: offered once that node's current incarnation crashed.
-    peer: Optional[int] = None
-    #: How long a timer asked to wait (flymc's fair continuation fires earliest first).
-    delay_ms: Optional[int] = None
-    #: The event that caused it; default: the event in progress, else the last done.
-    parent: Optional[str] = None
-    parent_set: bool = False
+    def __init__(self, kind: str, name: str, to: Optional[int] = None,
+                 fields: Optional[Dict[str, Any]] = None, payload: Any = None,
+                 channel: Optional[str] = None, peer: Optional[int] = None,
+                 delay_ms: Optional[int] = None) -> None:
+        self.kind = kind
+        self.name = name
+        self.to = to
+        self.fields = dict(fields or {})
+        self.payload = payload
+        #: Messages with one sender, destination and channel are delivered in report order,
+        #: like the packets of one TCP connection; None: flymc may reorder them.
+        self.channel = channel
+        #: A peer-failure timer: offered once that node's current incarnation crashed.
+        self.peer = peer
+        #: How long a timer asked to wait (flymc's fair continuation fires earliest first).
+        self.delay_ms = delay_ms
+        #: The event that caused it; default: the event in progress, else the last done.
+        self.parent: Optional[str] = None
+        self.parent_set = False
 
     @staticmethod
     def message(to: int, name: str, fields: Optional[Dict[str, Any]] = None, payload: Any = None,
                 channel: Optional[str] = None) -> "Outgoing":
-        return Outgoing(MESSAGE, name, to, dict(fields or {}), payload, channel)
+        return Outgoing(MESSAGE, name, to, fields, payload, channel)
 
     @staticmethod
     def timer(name: str, fields: Optional[Dict[str, Any]] = None, delay_ms: Optional[int] = None,
               peer: Optional[int] = None) -> "Outgoing":
-        return Outgoing(TIMEOUT, name, None, dict(fields or {}), None, None, peer, delay_ms)
+        return Outgoing(TIMEOUT, name, None, fields, None, None, peer, delay_ms)
 
     @staticmethod
     def disk(name: str, fields: Optional[Dict[str, Any]] = None) -> "Outgoing":
-        return Outgoing(DISK, name, None, dict(fields or {}))
+        return Outgoing(DISK, name, None, fields)
 
     def with_parent(self, parent: Optional[str]) -> "Outgoing":
         self.parent, self.parent_set = parent, True
@@ -371,7 +396,7 @@ class Hook:
         self._post(REPORT, "done", dict(self._who(), event=event, state=state))
         self._local.finished(event)
 
-    def _wait(self, take: Any) -> Any:
+    def _wait(self, take: Callable[[], Any]) -> Any:
         while True:
             got = take()
             if got is not None:

@@ -5,7 +5,9 @@ sequence numbers of reported events."""
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Deque, Dict, List, Optional, Set, Tuple
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Deque, Dict, List, Optional, Set, Tuple
 
 from .errors import UsageError
 

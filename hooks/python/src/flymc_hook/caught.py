@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from types import FrameType, TracebackType
-from typing import Any, Dict, List, Optional
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import FrameType, TracebackType
+    from typing import Any, Dict, List, Optional
 
 #: The node variable the records go to.
 EXCEPTIONS_VAR = "exceptions"

@@ -21,7 +21,9 @@ socket timeouts alone (they do not read these functions).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, List, Tuple
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, List, Tuple
 
 
 class VirtualClock:
