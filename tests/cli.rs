@@ -565,3 +565,36 @@ fn workload_properties_are_checked_and_their_errors_located() {
     let r = run(&both, &[]);
     assert_one_line_error(&r, "give exactly one of `always");
 }
+
+/// `--keep-going` counts findings as a hunt does (hunt::signature: numbers left out): cass-3's
+/// handler failure at n0, n1 or n2 is one finding, not three.
+#[test]
+fn keep_going_counts_one_finding_reached_at_different_nodes_once() {
+    let d = tmp();
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            "cass-3",
+            "--keep-going",
+            "--max-paths",
+            "3000",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.all());
+    let count = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("distinct findings on"))
+        .unwrap_or_else(|| panic!("no count in:\n{}", r.all()));
+    assert!(count.starts_with("1 distinct findings on "), "{count}");
+    assert_eq!(
+        r.stdout.matches("VIOLATION on path").count(),
+        1,
+        "{}",
+        r.all()
+    );
+}
