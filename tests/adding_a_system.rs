@@ -137,6 +137,15 @@ fn build(line: &str, cwd: &Path) {
     std::fs::copy(target_dir().join(profile).join(&name), to.join(&name)).unwrap();
 }
 
+/// A command's stdout, then its stderr.
+fn joined(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// A step line, run by `sh` in `cwd`, its leading `flymc` this flymc.
 fn step(command: &str, expect: &Expect, cwd: &Path) {
     let line = match command.strip_prefix("flymc ") {
@@ -150,11 +159,7 @@ fn step(command: &str, expect: &Expect, cwd: &Path) {
         .env("FLYMC_CHECKOUT", checkout())
         .output()
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = joined(&out);
     assert_eq!(
         out.status.code(),
         Some(expect.code),
@@ -291,12 +296,7 @@ fn flymc_with_ci_python(args: &[&str], cwd: &Path) -> (i32, String) {
         .env("PATH", ci_python_path())
         .output()
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), all)
+    (out.status.code().unwrap_or(-1), joined(&out))
 }
 
 /// PySyncObj 0.3.17's append handler truncates after `prevLogIdx` even for a stale append: the
@@ -478,23 +478,27 @@ fn the_hand_written_pysyncobj_sets_hold_on_recorded_runs() {
                 continue;
             }
             let pre = &p.states[i].state;
-            let node = &pre.nodes[x.1].vars;
-            let (Some(ea), Some(eb)) = (
-                sets.message(&x.0, node, &x.2),
-                sets.message(&y.0, node, &y.2),
-            ) else {
-                continue;
+            let event = |e: &flymc_core::pathfile::PathEvent,
+                         (name, to, fields): (String, usize, serde_json::Map<String, Value>)| {
+                flymc_model::Event {
+                    id: e.id,
+                    kind: if e.description.starts_with("timeout ") {
+                        flymc_model::EventKind::Timeout
+                    } else if e.description.starts_with("client ") {
+                        flymc_model::EventKind::Client
+                    } else {
+                        flymc_model::EventKind::Message
+                    },
+                    name,
+                    from: None,
+                    to,
+                    fields,
+                    parent: None,
+                    delay_ms: None,
+                }
             };
-            let meets = |s: &std::collections::BTreeSet<String>,
-                         t: &std::collections::BTreeSet<String>| {
-                s.intersection(t).next().is_some()
-            };
-            let independent = !meets(&ea.update, &eb.read)
-                && !meets(&ea.update, &eb.update)
-                && !meets(&eb.update, &ea.read)
-                && !meets(&ea.send, &eb.update)
-                && !meets(&eb.send, &ea.update)
-                && !meets(&ea.disk, &eb.disk);
+            let independent =
+                flymc_strategies::flymc::independent(&sets, pre, &event(a, x), &event(b, y));
             let mut other: Vec<String> = p.events[..i].iter().map(|e| e.id.to_string()).collect();
             other.push(b.id.to_string());
             other.push(a.id.to_string());
