@@ -2,10 +2,14 @@
 //! a temporary folder (`$FLYMC_CHECKOUT` becoming this checkout), the `sh build` blocks build the
 //! node program with cargo, and every line of the `sh step` blocks runs there in order (`flymc`
 //! being this flymc, `cd DIR` moving on), with the exit code and the quoted messages its
-//! `# exit N: "..."` comment states. If the walkthrough stops working, this test fails.
+//! `# exit N: "..."` comment states. If the walkthrough stops working, this test fails. The Rust
+//! walkthrough and the Python one each run in a folder of their own. Besides, the shipped Python
+//! system (integrations/pysyncobj) on the Python that .ci/run prepares in target/ci-venv.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use serde_json::Value;
 
 /// A fenced block of the doc: its info string and its text.
 struct Block {
@@ -133,6 +137,15 @@ fn build(line: &str, cwd: &Path) {
     std::fs::copy(target_dir().join(profile).join(&name), to.join(&name)).unwrap();
 }
 
+/// A command's stdout, then its stderr.
+fn joined(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// A step line, run by `sh` in `cwd`, its leading `flymc` this flymc.
 fn step(command: &str, expect: &Expect, cwd: &Path) {
     let line = match command.strip_prefix("flymc ") {
@@ -146,11 +159,7 @@ fn step(command: &str, expect: &Expect, cwd: &Path) {
         .env("FLYMC_CHECKOUT", checkout())
         .output()
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = joined(&out);
     assert_eq!(
         out.status.code(),
         Some(expect.code),
@@ -162,35 +171,46 @@ fn step(command: &str, expect: &Expect, cwd: &Path) {
     }
 }
 
-#[test]
-fn the_walkthrough_of_adding_a_system_works_as_written() {
-    let doc = std::fs::read_to_string(checkout().join("docs/ADDING-A-SYSTEM.md")).unwrap();
-    let blocks = blocks(&doc);
+/// The blocks of the doc's part that starts at the heading `from` and ends before `to`.
+fn part(doc: &str, from: &str, to: &str) -> Vec<Block> {
+    let start = doc
+        .find(from)
+        .unwrap_or_else(|| panic!("no `{from}` in the doc"));
+    let end = start
+        + doc[start..]
+            .find(to)
+            .unwrap_or_else(|| panic!("no `{to}` in the doc"));
+    blocks(&doc[start..end])
+}
+
+/// Write the part's `file=` blocks under a new folder, then run its build and step lines in
+/// order; the folder is kept alive until the end. Returns (builds, steps, violations).
+fn walk(blocks: &[Block], want: &[&str]) -> (usize, usize, usize) {
     let root = tempfile::tempdir().unwrap();
-    let root = root.path().canonicalize().unwrap();
+    let root_path = root.path().canonicalize().unwrap();
     let checkout = checkout().display().to_string();
     let mut files = Vec::new();
-    for b in &blocks {
+    for b in blocks {
         if let Some(path) = b
             .info
             .split_whitespace()
             .find_map(|w| w.strip_prefix("file="))
         {
-            let f = root.join(path);
+            let f = root_path.join(path);
             std::fs::create_dir_all(f.parent().unwrap()).unwrap();
             std::fs::write(&f, b.text.replace("$FLYMC_CHECKOUT", &checkout)).unwrap();
             files.push(path.to_string());
         }
     }
-    for want in ["system.toml", "Cargo.toml", "main.rs", "workloads/"] {
+    for want in want {
         assert!(
             files.iter().any(|f| f.contains(want)),
             "the doc has no {want} block: {files:?}"
         );
     }
-    let mut cwd = root.clone();
+    let mut cwd = root_path.clone();
     let (mut builds, mut steps, mut violations) = (0, 0, 0);
-    for b in &blocks {
+    for b in blocks {
         let kind = match b.info.as_str() {
             "sh build" => "build",
             "sh step" => "step",
@@ -218,7 +238,296 @@ fn the_walkthrough_of_adding_a_system_works_as_written() {
             }
         }
     }
+    drop(root);
+    (builds, steps, violations)
+}
+
+const PYTHON: &str = "## Walkthrough in Python";
+const REFERENCE: &str = "## Reference: the `system.toml` format";
+
+fn doc() -> String {
+    std::fs::read_to_string(checkout().join("docs/ADDING-A-SYSTEM.md")).unwrap()
+}
+
+#[test]
+fn the_walkthrough_of_adding_a_system_works_as_written() {
+    let doc = doc();
+    let blocks = part(&doc, "# Adding a system", PYTHON);
+    let (builds, steps, violations) = walk(
+        &blocks,
+        &["system.toml", "Cargo.toml", "main.rs", "workloads/"],
+    );
     assert!(builds >= 1, "the doc builds no node program");
     assert!(steps >= 5, "the doc runs {steps} flymc steps");
     assert!(violations >= 2, "the doc finds and replays no violation");
+}
+
+#[test]
+fn the_python_walkthrough_works_as_written() {
+    let doc = doc();
+    let blocks = part(&doc, PYTHON, REFERENCE);
+    let (_, steps, violations) = walk(&blocks, &["system.toml", "node.py", "workloads/"]);
+    assert!(steps >= 4, "the Python part runs {steps} steps");
+    assert!(
+        violations >= 2,
+        "the Python part finds and replays no violation"
+    );
+}
+
+/// `target/ci-venv/bin` first on PATH: the Python that .ci/run gives the hook and PySyncObj.
+fn ci_python_path() -> String {
+    let venv = target_dir().join("ci-venv/bin");
+    assert!(
+        venv.join("python3").exists(),
+        "{} is missing: run .ci/run's pip lines (the hook and PySyncObj into target/ci-venv)",
+        venv.display()
+    );
+    format!(
+        "{}:{}",
+        venv.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+fn flymc_with_ci_python(args: &[&str], cwd: &Path) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_flymc"))
+        .args(args)
+        .current_dir(cwd)
+        .env("PATH", ci_python_path())
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), joined(&out))
+}
+
+/// PySyncObj 0.3.17's append handler truncates after `prevLogIdx` even for a stale append: the
+/// shipped path (relative to its own folder, so it replays from any checkout) loses a committed
+/// write, every time.
+#[test]
+fn the_shipped_pysyncobj_path_replays_the_stale_append_deviation() {
+    let file =
+        checkout().join("integrations/pysyncobj/paths/stale-append-loses-committed-write.json");
+    let d = tempfile::tempdir().unwrap();
+    for _ in 0..2 {
+        let (code, all) = flymc_with_ci_python(&["replay", file.to_str().unwrap()], d.path());
+        assert_eq!(code, 1, "{all}");
+        assert!(
+            all.contains("reproduced: committed-never-lost violated"),
+            "{all}"
+        );
+    }
+}
+
+/// The budget in which the portfolio finds the deviation (path 15 of seed 0) finds nothing
+/// once the handler is fixed.
+#[test]
+fn the_fixed_pysyncobj_handler_runs_clean_where_the_deviation_is_found() {
+    let system = checkout().join("integrations/pysyncobj/system.toml");
+    let d = tempfile::tempdir().unwrap();
+    let run = |w: &str| {
+        flymc_with_ci_python(
+            &[
+                "run",
+                "--system",
+                system.to_str().unwrap(),
+                "--workload",
+                w,
+                "--max-paths",
+                "20",
+            ],
+            d.path(),
+        )
+    };
+    let (code, all) = run("write-crash");
+    assert_eq!(code, 1, "{all}");
+    assert!(all.contains("committed-never-lost violated"), "{all}");
+    let (code, all) = run("write-crash-fixed");
+    assert_eq!(code, 0, "{all}");
+    assert!(all.contains("no violation within 20 paths"), "{all}");
+}
+
+/// One step of a recorded path as the sets file sees it: the event's name, its node and its
+/// fields, read back from the path file's description (`NAME nA->nB {..}`, `timeout NAME @nX`,
+/// `client NAME @nX {..}`); `None` for crashes and reboots.
+fn step_event(description: &str) -> Option<(String, usize, serde_json::Map<String, Value>)> {
+    let (head, fields) = match description.find(" {") {
+        Some(i) => (
+            &description[..i],
+            serde_json::from_str(&description[i + 1..]).unwrap(),
+        ),
+        None => (description, serde_json::Map::new()),
+    };
+    let words: Vec<&str> = head.split_whitespace().collect();
+    let node = |w: &str| {
+        w.trim_start_matches("@n")
+            .trim_start_matches('n')
+            .parse()
+            .unwrap()
+    };
+    match words.as_slice() {
+        ["crash" | "reboot", _] => None,
+        ["timeout" | "client", name, at] => Some((name.to_string(), node(at), fields)),
+        [name, route] => {
+            let to = route.split("->").nth(1).unwrap();
+            Some((name.to_string(), node(to), fields))
+        }
+        _ => panic!("a step described as `{description}`"),
+    }
+}
+
+/// The hand-written sets file of integrations/pysyncobj (sets.md), checked against runs of the
+/// real nodes: on every step of every recorded path (every path of a dfs run, with crashes and
+/// reboots), the event's entry exists, the variables that changed at its node are in the
+/// entry's update set, no other node changed, and an entry that says it emits nothing added
+/// nothing to the network. And wherever two recorded paths share a prefix and then take two
+/// events of one node in both orders, events the sets call independent there end in the same
+/// state. (Read sets are not observable from states: they are checked only through that.)
+#[test]
+fn the_hand_written_pysyncobj_sets_hold_on_recorded_runs() {
+    use flymc_core::pathfile::PathFile;
+    use flymc_model::sets::{Known, SetsFile};
+    use std::collections::HashMap;
+
+    let dir = checkout().join("integrations/pysyncobj");
+    let sets = SetsFile::parse(
+        "sets.json",
+        &std::fs::read_to_string(dir.join("sets.json")).unwrap(),
+        &Known::default(),
+    )
+    .unwrap();
+    let d = tempfile::tempdir().unwrap();
+    for w in ["write-crash-fixed", "election"] {
+        let (code, all) = flymc_with_ci_python(
+            &[
+                "run",
+                "--system",
+                dir.join("system.toml").to_str().unwrap(),
+                "--workload",
+                w,
+                "--strategy",
+                "dfs",
+                "--max-paths",
+                "25",
+                "--save-paths",
+                "--out",
+                "paths",
+            ],
+            d.path(),
+        );
+        assert!(code == 0 || code == 1, "{all}");
+    }
+    let mut paths = Vec::new();
+    for f in std::fs::read_dir(d.path().join("paths")).unwrap() {
+        let f = f.unwrap().path();
+        if f.to_string_lossy().contains("-all-path") {
+            paths.push(PathFile::load(&f).unwrap());
+        }
+    }
+    assert!(paths.len() >= 40, "{} recorded paths", paths.len());
+    let ignore = ["exceptions", "logged"];
+    let (mut steps, mut silent) = (0, 0);
+    // The state after each recorded prefix of event ids, to find both orders of a pair.
+    let mut after: HashMap<Vec<String>, &flymc_model::GlobalState> = HashMap::new();
+    for p in &paths {
+        for (i, e) in p.events.iter().enumerate() {
+            let Some(post) = p.states.get(i + 1) else {
+                break;
+            };
+            let ids: Vec<String> = p.events[..=i].iter().map(|e| e.id.to_string()).collect();
+            after.insert(ids, &post.state);
+            let Some((name, to, fields)) = step_event(&e.description) else {
+                continue;
+            };
+            let (pre, post) = (&p.states[i].state, &post.state);
+            let entry = sets
+                .message(&name, &pre.nodes[to].vars, &fields)
+                .unwrap_or_else(|| panic!("no entry for `{}`", e.description));
+            for (n, (a, b)) in pre.nodes.iter().zip(&post.nodes).enumerate() {
+                let keys: std::collections::BTreeSet<&String> =
+                    a.vars.keys().chain(b.vars.keys()).collect();
+                for k in keys {
+                    if ignore.contains(&k.as_str()) || a.vars.get(k) == b.vars.get(k) {
+                        continue;
+                    }
+                    assert!(
+                        n == to && entry.update.contains(k),
+                        "`{}` at step {i} changed n{n}'s {k}, which its entry does not update",
+                        e.description
+                    );
+                }
+            }
+            if !entry.emits {
+                silent += 1;
+                assert!(
+                    post.network.iter().all(|m| pre.network.contains(m)),
+                    "`{}` at step {i} sent something, but its entry emits nothing",
+                    e.description
+                );
+            }
+            steps += 1;
+        }
+    }
+    let mut swapped = 0;
+    for p in &paths {
+        for i in 0..p.events.len().saturating_sub(1) {
+            let (a, b) = (&p.events[i], &p.events[i + 1]);
+            let (Some(x), Some(y)) = (step_event(&a.description), step_event(&b.description))
+            else {
+                continue;
+            };
+            if x.1 != y.1 || p.states.len() <= i + 2 {
+                continue;
+            }
+            let pre = &p.states[i].state;
+            let event = |e: &flymc_core::pathfile::PathEvent,
+                         (name, to, fields): (String, usize, serde_json::Map<String, Value>)| {
+                flymc_model::Event {
+                    id: e.id,
+                    kind: if e.description.starts_with("timeout ") {
+                        flymc_model::EventKind::Timeout
+                    } else if e.description.starts_with("client ") {
+                        flymc_model::EventKind::Client
+                    } else {
+                        flymc_model::EventKind::Message
+                    },
+                    name,
+                    from: None,
+                    to,
+                    fields,
+                    parent: None,
+                    delay_ms: None,
+                }
+            };
+            let independent =
+                flymc_strategies::flymc::independent(&sets, pre, &event(a, x), &event(b, y));
+            let mut other: Vec<String> = p.events[..i].iter().map(|e| e.id.to_string()).collect();
+            other.push(b.id.to_string());
+            other.push(a.id.to_string());
+            if let (true, Some(theirs)) = (independent, after.get(&other)) {
+                let mine = &p.states[i + 2].state;
+                let strip = |s: &flymc_model::GlobalState| {
+                    s.nodes
+                        .iter()
+                        .map(|n| {
+                            let mut v = n.vars.clone();
+                            v.remove("exceptions");
+                            v
+                        })
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(
+                    strip(mine),
+                    strip(theirs),
+                    "`{}` and `{}` are independent by the sets but do not commute",
+                    a.description,
+                    b.description
+                );
+                swapped += 1;
+            }
+        }
+    }
+    println!(
+        "sets checked on {} paths: {steps} steps ({silent} that emit nothing), {swapped} independent pairs seen in both orders",
+        paths.len()
+    );
+    assert!(steps > 500 && silent > 0, "{steps} steps, {silent} silent");
 }

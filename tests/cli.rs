@@ -778,3 +778,36 @@ fn watch_predicts_a_violation_ahead_whose_path_file_replays() {
     assert_eq!(replay.code, 1, "{}", replay.all());
     assert!(replay.stdout.contains("reproduced: no-handler-failure"));
 }
+
+/// `--keep-going` counts findings as a hunt does (hunt::signature: numbers left out): cass-3's
+/// handler failure at n0, n1 or n2 is one finding, not three.
+#[test]
+fn keep_going_counts_one_finding_reached_at_different_nodes_once() {
+    let d = tmp();
+    let r = flymc_in(
+        d.path(),
+        &[
+            "run",
+            "--system",
+            "cassandra-sim",
+            "--workload",
+            "cass-3",
+            "--keep-going",
+            "--max-paths",
+            "3000",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.all());
+    let count = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("distinct findings on"))
+        .unwrap_or_else(|| panic!("no count in:\n{}", r.all()));
+    assert!(count.starts_with("1 distinct findings on "), "{count}");
+    assert_eq!(
+        r.stdout.matches("VIOLATION on path").count(),
+        1,
+        "{}",
+        r.all()
+    );
+}

@@ -609,9 +609,11 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     let mut saved: Result<()> = Ok(());
     let mut number = 0u64;
     let mut last: Option<flymc_core::explore::Progress> = None;
-    // With --keep-going: every distinct finding (property and message), its first path.
+    // With --keep-going: every distinct finding, its first path. Distinct as a hunt tells them
+    // apart (hunt::signature: the property and the message's words, numbers left out), so one
+    // root cause reached at other indices or terms is one finding.
     let mut findings: Vec<(u64, Run)> = Vec::new();
-    let mut seen: HashSet<(String, String)> = HashSet::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let (outcome, failure) = explore_partial(
         system.as_ref(),
         &workload,
@@ -623,8 +625,11 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         },
         &mut |run| {
             number += 1;
-            if let Some(v) = run.violation.as_ref().filter(|_| args.keep_going) {
-                if seen.insert((v.property.clone(), v.message.clone())) {
+            if run.violation.is_some() && args.keep_going {
+                let path = PathFile::from_run(&workload, args.strategy(), args.seed, number, run);
+                let finding =
+                    flymc::hunt::signature::of(&path).map(|s| flymc::hunt::signature::id(&s));
+                if seen.insert(finding.unwrap_or_default()) {
                     findings.push((number, run.clone()));
                 } else if let Some(logs) = run.logs.as_ref().filter(|_| !args.keep_logs) {
                     // The same finding again: its first path's logs are the ones kept.

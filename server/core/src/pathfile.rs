@@ -246,8 +246,21 @@ impl PathFile {
                 "states",
             ));
         }
-        let file: PathFile = serde_json::from_str(&text)
+        let mut file: PathFile = serde_json::from_str(&text)
             .map_err(|e| PathFileError::Corrupt(path.into(), e.to_string()))?;
+        // A path file shipped with a system (integrations/pysyncobj/paths/) names its system and
+        // workload files relative to itself, so it replays from any checkout.
+        if let Some(dir) = path.parent() {
+            let beside = |p: &mut PathBuf| {
+                if p.is_relative() && dir.join(&*p).is_file() {
+                    *p = dir.join(&*p);
+                }
+            };
+            beside(&mut file.workload.file);
+            if let Some(f) = file.workload.system_file.as_mut() {
+                beside(f);
+            }
+        }
         file.check()
             .map_err(|m| PathFileError::Corrupt(path.into(), m))?;
         Ok(file)

@@ -60,12 +60,24 @@ fn yes() -> bool {
 }
 
 /// A workload's `[logs]` table.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogRules {
     /// Regular expressions over the lines of a node's log (see the module docs).
     #[serde(default)]
     pub patterns: Vec<String>,
+    /// Whether the system's own `log_patterns` apply too (the twin of `[exceptions] system`).
+    #[serde(default = "yes")]
+    pub system: bool,
+}
+
+impl Default for LogRules {
+    fn default() -> LogRules {
+        LogRules {
+            patterns: Vec::new(),
+            system: true,
+        }
+    }
 }
 
 /// Compile `patterns`; the error names the first bad one.
@@ -278,14 +290,16 @@ mod tests {
         let base = "version = 1\nsystem = \"s\"\nnodes = 1\nmax_events = 5\n";
         let w = Workload::parse(
             std::path::Path::new("w.toml"),
-            &format!("{base}[exceptions]\nallow = [\"^java\"]\nsystem = false\n[logs]\npatterns = [\"ERROR (.*)\"]\n"),
+            &format!("{base}[exceptions]\nallow = [\"^java\"]\nsystem = false\n[logs]\npatterns = [\"ERROR (.*)\"]\nsystem = false\n"),
         )
         .unwrap();
         assert_eq!(w.exception_rules().allow, vec!["^java"]);
         assert!(!w.exception_rules().system);
         assert_eq!(w.log_rules().patterns, vec!["ERROR (.*)"]);
+        assert!(!w.log_rules().system);
         let plain = Workload::parse(std::path::Path::new("w.toml"), base).unwrap();
         assert!(plain.exception_rules().system && plain.log_rules().patterns.is_empty());
+        assert!(plain.log_rules().system);
         let e = Workload::parse(
             std::path::Path::new("w.toml"),
             &format!("{base}[logs]\npatterns = [\"(\"]\n"),

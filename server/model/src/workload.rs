@@ -20,6 +20,7 @@
 //! system = true             # the system's own allow list applies too (default)
 //! [logs]                    # no-error-log: node log lines these regexes match are findings
 //! patterns = ["ERROR .* - (.*)"]   # group 1, if any, is what is kept
+//! system = true             # the system's own log_patterns apply too (default)
 //! ```
 //!
 //! A node in `down` is not started with the others: no process, an empty data directory, and

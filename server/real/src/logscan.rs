@@ -50,7 +50,11 @@ impl LogScan {
         slots: &[NodeSlot],
         state: &mut GlobalState,
     ) {
-        let mut given = system.to_vec();
+        // `[logs] system = false` in the workload drops the system's patterns.
+        let mut given = match workload {
+            Some(w) if !w.log_rules().system => Vec::new(),
+            _ => system.to_vec(),
+        };
         if let Some(w) = workload {
             given.extend(w.log_rules().patterns.iter().cloned());
         }
@@ -190,5 +194,27 @@ mod tests {
         let mut s = state(true);
         scan.scan(&[], None, &slots, &mut s);
         assert_eq!(logged(&s), None);
+    }
+
+    #[test]
+    fn a_workload_with_logs_system_false_drops_the_system_patterns_and_keeps_its_own() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("n0.log");
+        let slots = [slot(log.clone())];
+        std::fs::write(&log, "CRITICAL truncating\nERROR disk full\n").unwrap();
+        let system = vec!["^CRITICAL (.*)$".to_string()];
+        let base = "version = 1\nsystem = \"s\"\nnodes = 1\nmax_events = 5\n[logs]\npatterns = [\"^ERROR (.*)$\"]\n";
+        let w = |extra: &str| {
+            Workload::parse(std::path::Path::new("w.toml"), &format!("{base}{extra}")).unwrap()
+        };
+        let mut s = state(true);
+        LogScan::default().scan(&system, Some(&w("")), &slots, &mut s);
+        assert_eq!(
+            logged(&s),
+            Some(vec!["truncating".to_string(), "disk full".to_string()])
+        );
+        let mut s = state(true);
+        LogScan::default().scan(&system, Some(&w("system = false\n")), &slots, &mut s);
+        assert_eq!(logged(&s), Some(vec!["disk full".to_string()]));
     }
 }

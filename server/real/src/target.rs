@@ -159,6 +159,9 @@ pub struct RealTarget {
     kept: HashMap<u64, Kept>,
     /// Node log lines that match the log patterns, added to every settled state.
     logs: crate::logscan::LogScan,
+    /// Whether this run said already why a snapshot was not taken: once per run, not once per
+    /// path (where a hook cannot pause, that is every path, twice).
+    said_no_snapshot: bool,
 }
 
 /// A checkpoint's run besides its processes and directories (which the backend keeps).
@@ -193,6 +196,20 @@ impl RealTarget {
             deferred: Mutex::new(None),
             kept: HashMap::new(),
             logs: Default::default(),
+            said_no_snapshot: false,
+        }
+    }
+
+    /// Why no snapshot was taken: a notice the first time in a run, then only at debug level.
+    fn no_snapshot(&mut self, why: &str) {
+        if self.said_no_snapshot {
+            tracing::debug!("{}: no snapshot here: {why}", self.cfg.system);
+        } else {
+            self.said_no_snapshot = true;
+            tracing::warn!(
+                "{}: no snapshot here: {why} (said once per run; paths re-execute their prefix where there is none)",
+                self.cfg.system
+            );
         }
     }
 
@@ -414,7 +431,7 @@ impl Target for RealTarget {
             Err((why, paused)) => {
                 self.resume(&paused)?;
                 server.end_pause();
-                tracing::warn!("{}: no snapshot here: {why}", self.cfg.system);
+                self.no_snapshot(&why);
                 return Ok(false);
             }
         };
@@ -450,7 +467,7 @@ impl Target for RealTarget {
             }
             Ok(false) => Ok(false),
             Err(e) => {
-                tracing::warn!("{}: no snapshot here: {e}", self.cfg.system);
+                self.no_snapshot(&e.to_string());
                 Ok(false)
             }
         }

@@ -146,12 +146,13 @@ impl Diagram {
                 (Some(b), Some(a)) => changes(b, a),
                 _ => Vec::new(),
             };
+            let description = label(&action, &name, &payload, &event.description);
             rows.push(Row {
                 step,
                 action,
                 name,
                 payload,
-                description: event.description.clone(),
+                description,
                 changes,
                 has_state: after.is_some(),
             });
@@ -243,6 +244,21 @@ pub fn parse(description: &str) -> (Action, String, String) {
     };
     let (action, name) = parsed.unwrap_or((Action::Unknown, head));
     (action, name.to_string(), payload)
+}
+
+/// The row's text: the description, but a crash point's write (`timeout disk:NAME @nX`, a timer
+/// to the model) reads `crash point NAME @nX`.
+fn label(action: &Action, name: &str, payload: &str, description: &str) -> String {
+    match action {
+        Action::Disk { node } => {
+            let name = name.strip_prefix("disk:").unwrap_or(name);
+            match payload {
+                "" => format!("crash point {name} @n{node}"),
+                p => format!("crash point {name} @n{node} {p}"),
+            }
+        }
+        _ => description.to_string(),
+    }
 }
 
 /// `n3` as 3.
@@ -361,6 +377,14 @@ mod tests {
         );
         assert_eq!(p("timeout elect @n0").0, Action::Timer { node: 0 });
         assert_eq!(p("timeout disk:txnlog @n2").0, Action::Disk { node: 2 });
+        let (a, name, payload) = p("timeout disk:txnlog @n2");
+        let d = "timeout disk:txnlog @n2";
+        assert_eq!(label(&a, &name, &payload, d), "crash point txnlog @n2");
+        let (a, name, payload) = p("timeout elect @n0");
+        assert_eq!(
+            label(&a, &name, &payload, "timeout elect @n0"),
+            "timeout elect @n0"
+        );
         assert_eq!(
             p("crash n2"),
             (Action::Crash { node: 2 }, "crash".into(), String::new())
