@@ -534,7 +534,10 @@ variant = "fixed"
         let e = Workload::parse(Path::new("x.toml"), text)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("nodes is 4294967296, but it may be at most 250"), "{e}");
+        assert!(
+            e.contains("nodes is 4294967296, but it may be at most 250"),
+            "{e}"
+        );
     }
 
     #[test]
