@@ -381,3 +381,27 @@ fn symlinks_in_the_output_folder_are_replaced_not_followed() {
     assert!(!std::fs::symlink_metadata(&shrunk).unwrap().is_symlink());
     PathFile::load(&shrunk).unwrap();
 }
+
+/// Issue 43, item 1's root: a path file's parameters cannot choose the programs a system runs
+/// either. A ZooKeeper path whose `zookeeper_home` names some folder is refused in one line by
+/// replay, shrink and debug before anything starts, unless the user passes --trust-params.
+#[test]
+fn a_path_files_zookeeper_home_is_not_run_on_its_word() {
+    let d = tempfile::tempdir().unwrap();
+    let shipped =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/paths/zookeeper-zk-4643.json");
+    let mut json = read_json(&shipped);
+    let planted = d.path().join("planted");
+    json["workload"]["params"]["zookeeper_home"] = json!(planted.to_str().unwrap());
+    let r = replay_edited(d.path(), "planted.json", &json);
+    assert_one_line_error(&r, "zookeeper_home");
+    assert!(r.stderr.contains("--trust-params"), "{}", r.stderr);
+    let file = d.path().join("planted.json");
+    for args in [
+        vec!["shrink", file.to_str().unwrap()],
+        vec!["debug", file.to_str().unwrap()],
+    ] {
+        let r = flymc_in(d.path(), &args);
+        assert_one_line_error(&r, "zookeeper_home");
+    }
+}

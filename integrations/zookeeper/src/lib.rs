@@ -593,6 +593,11 @@ impl System for ZookeeperSystem {
         self.file.fault_vars()
     }
 
+    /// `zookeeper_home` runs the jars of the folder it names.
+    fn program_params(&self) -> &'static [&'static str] {
+        &["zookeeper_home"]
+    }
+
     fn states_are_complete(&self) -> bool {
         self.file.states_are_complete()
     }

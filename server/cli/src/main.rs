@@ -55,6 +55,10 @@ enum Command {
         /// in or under ./systems/; the system file a path file records is not run on its word).
         #[arg(long, value_name = "NAME|FILE")]
         system: Option<String>,
+        /// Run the programs the path file's own parameters name (ZooKeeper's `zookeeper_home`),
+        /// which a path file alone does not choose (docs/SECURITY.md).
+        #[arg(long)]
+        trust_params: bool,
     },
     /// Write a sets file from annotated Java or Rust sources (FlyMC §4.1).
     Analyze(AnalyzeArgs),
@@ -421,7 +425,8 @@ fn dispatch(cli: Cli) -> Result<u8> {
             file,
             backend,
             system,
-        } => replay_cmd(&file, folder, &backend, system.as_deref()),
+            trust_params,
+        } => replay_cmd(&file, folder, &backend, system.as_deref(), trust_params),
         Command::Setup {
             system,
             variant: Some(variant),
@@ -982,9 +987,11 @@ fn replay_cmd(
     folder: Option<&Path>,
     backend: &str,
     given: Option<&str>,
+    trust_params: bool,
 ) -> Result<u8> {
     let path = PathFile::load(file)?;
     let system = systems::for_path(&path, backend, given)?;
+    systems::check_recorded_params(&path, system.as_ref(), trust_params)?;
     let workload = workload_for(&path, folder)?;
     workloads::check_expect(system.as_ref(), &workload)?;
     println!(

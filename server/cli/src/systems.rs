@@ -125,6 +125,26 @@ pub fn for_path(
     Ok(system)
 }
 
+/// A path file's recorded parameters that choose the programs a system runs
+/// ([`System::program_params`], e.g. ZooKeeper's `zookeeper_home`) are refused unless the user
+/// trusts them on the command line (`--trust-params`): a path file never chooses what runs.
+pub fn check_recorded_params(
+    path: &flymc_core::pathfile::PathFile,
+    system: &dyn System,
+    trusted: bool,
+) -> anyhow::Result<()> {
+    for key in system.program_params().iter().filter(|_| !trusted) {
+        if let Some(value) = path.workload.params.get(*key) {
+            anyhow::bail!(
+                "this path file sets {key} = {}, which chooses the programs {} runs, and a path file does not choose what flymc runs: check that location, and if you trust it, run again with --trust-params",
+                flymc_model::escape::line(&value.to_string()),
+                system.name()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Whether two paths name one file (both resolved; a missing one is no match).
 fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {

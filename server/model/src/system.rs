@@ -54,6 +54,12 @@ pub trait System: Send + Sync {
     fn fault_vars(&self) -> Option<&'static [&'static str]> {
         None
     }
+    /// Workload parameters whose value chooses the programs that run (a folder holding a
+    /// build's jars): the value a path file records is a file's word, so a replay uses it
+    /// only when the user says so (docs/SECURITY.md).
+    fn program_params(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Exceptions its nodes catch as a matter of course (a closed connection when a peer
     /// crashes, an interrupt at shutdown): regular expressions over `TYPE: MESSAGE in WHERE`
     /// that `no-exception` lets pass (see [`crate::exceptions`]). A workload adds its own.

@@ -47,6 +47,10 @@ pub struct ShrinkArgs {
     /// in or under ./systems/; the system file a path file records is not run on its word).
     #[arg(long, value_name = "NAME|FILE")]
     pub system: Option<String>,
+    /// Run the programs the path file's own parameters name (ZooKeeper's `zookeeper_home`),
+    /// which a path file alone does not choose (docs/SECURITY.md).
+    #[arg(long)]
+    pub trust_params: bool,
 }
 
 pub fn run(args: &ShrinkArgs, folder: Option<&Path>) -> Result<u8> {
@@ -59,6 +63,7 @@ pub fn run(args: &ShrinkArgs, folder: Option<&Path>) -> Result<u8> {
         );
     };
     let system = systems::for_path(&path, &args.backend, args.system.as_deref())?;
+    systems::check_recorded_params(&path, system.as_ref(), args.trust_params)?;
     let workload = workload_for(&path, folder)?;
     workloads::check_expect(system.as_ref(), &workload)?;
     println!(
