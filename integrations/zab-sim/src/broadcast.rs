@@ -78,7 +78,7 @@ impl Ctx<'_> {
         let Some(l) = lead.learner_mut(from, conn) else {
             return;
         };
-        if !(newleader && !l.synced) {
+        if !newleader || l.synced {
             self.process_ack(node, from, zxid);
             return;
         }

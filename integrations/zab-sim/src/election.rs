@@ -101,7 +101,7 @@ impl Ctx<'_> {
             ServerState::Looking => true,
             ServerState::Following => peers[j]
                 .leader
-                .map_or(true, |l| peers[l].state != ServerState::Leading),
+                .is_none_or(|l| peers[l].state != ServerState::Leading),
             ServerState::Leading => false,
         };
         let support = taking_part()
