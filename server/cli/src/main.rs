@@ -631,7 +631,8 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         &mut |run| {
             number += 1;
             if run.violation.is_some() && args.keep_going {
-                let path = PathFile::from_run(&workload, args.strategy(), args.seed, number, run);
+                let path =
+                    PathFile::from_run(&workload, args.strategy().name(), args.seed, number, run);
                 let finding =
                     flymc::hunt::signature::of(&path).map(|s| flymc::hunt::signature::id(&s));
                 if seen.insert(finding.unwrap_or_default()) {
