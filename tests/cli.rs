@@ -14,7 +14,7 @@ fn unknown_system_names_the_valid_ones() {
     let r = flymc_in(d.path(), &["run", "--system", "mongo", "--workload", "x"]);
     assert_one_line_error(
         &r,
-        "unknown system `mongo`; valid systems: cassandra-sim, raft-sim, zk-le-sim, raft, raft-asyncraft, zookeeper",
+        "unknown system `mongo`; valid systems: cassandra-sim, raft-sim, zk-le-sim, zab-sim, raft, raft-asyncraft, zookeeper",
     );
 }
 
@@ -510,7 +510,7 @@ fn bench_sets_files_are_checked_before_running() {
     let f = d.path().join("x.json");
     std::fs::write(&f, r#"{"system": "mongo"}"#).unwrap();
     let r = flymc_in(d.path(), &["bench", "--sets", f.to_str().unwrap()]);
-    assert_one_line_error(&r, "unknown system `mongo`; valid systems: cassandra-sim, raft-sim, zk-le-sim, raft, raft-asyncraft, zookeeper");
+    assert_one_line_error(&r, "unknown system `mongo`; valid systems: cassandra-sim, raft-sim, zk-le-sim, zab-sim, raft, raft-asyncraft, zookeeper");
     let sim = common::workloads().join("../integrations/cassandra-sim");
     let (a, b) = (sim.join("sets.json"), sim.join("sets-analysed.json"));
     let r = flymc_in(
