@@ -308,7 +308,15 @@ fn the_shipped_pysyncobj_path_replays_the_stale_append_deviation() {
         checkout().join("integrations/pysyncobj/paths/stale-append-loses-committed-write.json");
     let d = tempfile::tempdir().unwrap();
     for _ in 0..2 {
-        let (code, all) = flymc_with_ci_python(&["replay", file.to_str().unwrap()], d.path());
+        // A system that is not built in runs only from a system file the user names.
+        let system = checkout().join("integrations/pysyncobj/system.toml");
+        let args = [
+            "replay",
+            "--system",
+            system.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ];
+        let (code, all) = flymc_with_ci_python(&args, d.path());
         assert_eq!(code, 1, "{all}");
         assert!(
             all.contains("reproduced: committed-never-lost violated"),
