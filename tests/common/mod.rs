@@ -41,12 +41,15 @@ pub fn flymc_in(dir: &Path, args: &[&str]) -> Ran {
 
 /// The path file a `flymc run` printed.
 pub fn path_file(ran: &Ran, dir: &Path) -> PathBuf {
-    let line = ran
+    // `  path file: FILE (N events)`
+    let file = ran
         .stdout
         .lines()
-        .find_map(|l| l.trim().strip_prefix("replay it: flymc replay "))
-        .unwrap_or_else(|| panic!("no replay line in:\n{}", ran.all()));
-    dir.join(line.trim())
+        .find_map(|l| l.trim().strip_prefix("path file: "))
+        .and_then(|l| l.rsplit_once(" ("))
+        .map(|(file, _)| file)
+        .unwrap_or_else(|| panic!("no path file line in:\n{}", ran.all()));
+    dir.join(file)
 }
 
 /// The path file of the violation `flymc run ARGS` finds in `dir` (it must find one).

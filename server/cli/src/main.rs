@@ -675,7 +675,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         ));
         PathFile::from_run(&workload, args.strategy().name(), args.seed, *number, run)
             .save(&file)?;
-        report_violation(*number, run, &file);
+        report_violation(*number, run, &file, system.file().as_deref());
     }
     if args.keep_going && outcome.violation.is_some() {
         println!(
@@ -823,7 +823,9 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
 }
 
 /// What a user needs to act on a violating path: the finding, its path file, its logs.
-fn report_violation(number: u64, run: &Run, file: &Path) {
+/// `system_file`: the system file a system not built in came from, which a replay must be given
+/// (a path file does not choose the system file it runs on).
+fn report_violation(number: u64, run: &Run, file: &Path, system_file: Option<&Path>) {
     let v = run
         .violation
         .as_ref()
@@ -844,7 +846,14 @@ fn report_violation(number: u64, run: &Run, file: &Path) {
     if let Some(logs) = &run.logs {
         println!("  node logs: {}", logs.display());
     }
-    println!("  replay it: flymc replay {}", file.display());
+    match system_file {
+        Some(f) => println!(
+            "  replay it: flymc replay --system {} {}",
+            f.display(),
+            file.display()
+        ),
+        None => println!("  replay it: flymc replay {}", file.display()),
+    }
     if run.late_reports > 0 {
         println!(
             "  caution: on this path nodes reported {} events after saying they were done \
