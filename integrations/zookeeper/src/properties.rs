@@ -3,7 +3,7 @@
 //! [`all`]'s.
 
 use flymc_model::Property;
-use flymc_zab_properties::{str_var, u64_var, ZabView};
+use flymc_zab_properties::{u64_var, ZabVars, ZabView};
 use serde_json::{Map, Value};
 
 pub use flymc_zab_properties::{
@@ -11,37 +11,19 @@ pub use flymc_zab_properties::{
     NO_UNCAUGHT_EXCEPTION, ONE_LEADER_PER_EPOCH,
 };
 
-/// The reported variables the properties read, under the hook's (ZooKeeper's) names.
+/// The reported variables the properties read, under the hook's (ZooKeeper's) names: ZAB's,
+/// plus the exception a quorum thread threw and FLE's round and vote for liveness messages.
 pub struct Reported {
-    state: String,
-    zab_state: String,
-    established: bool,
-    current_epoch: Option<u64>,
-    leader: Option<u64>,
-    acked: Vec<u64>,
-    log: Vec<u64>,
+    zab: ZabVars,
     uncaught: Option<Value>,
     logicalclock: u64,
     proposed_leader: u64,
 }
 
-fn zxids(vars: &Map<String, Value>, k: &str) -> Vec<u64> {
-    vars.get(k)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_u64).collect())
-        .unwrap_or_default()
-}
-
 impl ZabView for Reported {
     fn read(vars: &Map<String, Value>) -> Self {
         Reported {
-            state: str_var(vars, "state").to_string(),
-            zab_state: str_var(vars, "zabState").to_string(),
-            established: vars.get("established").and_then(Value::as_bool) == Some(true),
-            current_epoch: u64_var(vars, "currentEpoch"),
-            leader: u64_var(vars, "leader"),
-            acked: zxids(vars, "acked"),
-            log: zxids(vars, "log"),
+            zab: ZabVars::read(vars),
             uncaught: vars
                 .get("uncaught")
                 .and_then(Value::as_array)
@@ -52,30 +34,32 @@ impl ZabView for Reported {
         }
     }
     fn state(&self) -> &str {
-        &self.state
+        self.zab.state()
     }
     fn established(&self) -> bool {
-        self.established
+        self.zab.established()
     }
     fn current_epoch(&self) -> Option<u64> {
-        self.current_epoch
+        self.zab.current_epoch()
     }
     fn leader(&self) -> Option<u64> {
-        self.leader
+        self.zab.leader()
     }
     fn acked(&self) -> &[u64] {
-        &self.acked
+        self.zab.acked()
     }
     fn log(&self) -> &[u64] {
-        &self.log
+        self.zab.log()
     }
     fn uncaught(&self) -> Option<&Value> {
         self.uncaught.as_ref()
     }
     fn describe(&self) -> String {
         format!(
-            "{}/{} (round {}, votes sid {})",
-            self.state, self.zab_state, self.logicalclock, self.proposed_leader
+            "{} (round {}, votes sid {})",
+            self.zab.describe(),
+            self.logicalclock,
+            self.proposed_leader
         )
     }
 }

@@ -83,6 +83,60 @@ pub fn u64_var(vars: &Map<String, Value>, k: &str) -> Option<u64> {
     vars.get(k).and_then(Value::as_u64)
 }
 
+/// The variables of ZAB's peers under ZooKeeper's names (as the Java hook reports them and
+/// the ZAB twin keeps them): the view of a system that reports nothing more.
+pub struct ZabVars {
+    pub state: String,
+    pub zab_state: String,
+    pub established: bool,
+    pub current_epoch: Option<u64>,
+    pub leader: Option<u64>,
+    pub acked: Vec<u64>,
+    pub log: Vec<u64>,
+}
+
+fn zxids(vars: &Map<String, Value>, k: &str) -> Vec<u64> {
+    vars.get(k)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default()
+}
+
+impl ZabView for ZabVars {
+    fn read(vars: &Map<String, Value>) -> Self {
+        ZabVars {
+            state: str_var(vars, "state").to_string(),
+            zab_state: str_var(vars, "zabState").to_string(),
+            established: vars.get("established").and_then(Value::as_bool) == Some(true),
+            current_epoch: u64_var(vars, "currentEpoch"),
+            leader: u64_var(vars, "leader"),
+            acked: zxids(vars, "acked"),
+            log: zxids(vars, "log"),
+        }
+    }
+    fn state(&self) -> &str {
+        &self.state
+    }
+    fn established(&self) -> bool {
+        self.established
+    }
+    fn current_epoch(&self) -> Option<u64> {
+        self.current_epoch
+    }
+    fn leader(&self) -> Option<u64> {
+        self.leader
+    }
+    fn acked(&self) -> &[u64] {
+        &self.acked
+    }
+    fn log(&self) -> &[u64] {
+        &self.log
+    }
+    fn describe(&self) -> String {
+        format!("{}/{}", self.state, self.zab_state)
+    }
+}
+
 /// `(alive, view)` of every node.
 fn views<V: ZabView>(s: &GlobalState) -> Vec<(bool, V)> {
     s.nodes
