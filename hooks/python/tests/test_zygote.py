@@ -52,7 +52,8 @@ PARENT = textwrap.dedent(
     spec = json.loads(sys.argv[1])
     out = []
     for n in spec["nodes"]:
-        cmd = [sys.executable, "-m", "flymc_zygote", "--preload", "warm", "--", spec["script"]] + n["args"]
+        cmd = [sys.executable, "-c", "from flymc_zygote import main; main()", "--preload", "warm", "--",
+               spec["script"]] + n["args"]
         env = dict(os.environ, FLYMC_NODE=str(n["node"]))
         p = subprocess.run(cmd, env=env, cwd=n["cwd"], input=n.get("stdin", ""), capture_output=True,
                            text=True, process_group=0 if spec["leader"] else None)

@@ -1,8 +1,9 @@
 """Start a Python node program from a warm interpreter (a zygote) instead of a fresh one.
 
-    python3 -m flymc_zygote [--preload MOD[,MOD...]] -- SCRIPT [ARG...]
+    python3 -c 'from flymc_zygote import main; main()' [--preload MOD[,MOD...]] -- SCRIPT [ARG...]
 
-runs `python3 SCRIPT ARG...`, but the interpreter that runs SCRIPT was forked from a zygote that
+(or `python3 -m flymc_zygote ...`, which costs `runpy` on every start) runs `python3 SCRIPT
+ARG...`, but the interpreter that runs SCRIPT was forked from a zygote that
 has already started and imported MOD (and `flymc_hook`): flymc starts every node of every path,
 and a fresh interpreter importing a library costs tens of milliseconds of each. What the child
 does is what a fresh start does: it takes this process's argv, environment, working directory
@@ -27,3 +28,19 @@ Without a zygote (`FLYMC_ZYGOTE=0`; a node started as the first process of a PID
 flymc does for CRIU snapshots; a process that does not lead its process group; no `pidfd_open`)
 SCRIPT runs in this process, as it would in a fresh interpreter.
 """
+
+
+def main() -> None:
+    """The launcher's entry point: arguments from `sys.argv[1:]`; ends the interpreter."""
+    import sys
+
+    from . import _launch
+
+    try:
+        preload, argv = _launch.parse(sys.argv[1:])
+    except _launch.Usage as e:
+        sys.stderr.write(f"flymc_zygote: {e}\n")
+        sys.exit(2)
+    # A normal exit after the script: the interpreter joins threads, runs `atexit` and
+    # flushes, as after a fresh `python3 SCRIPT`.
+    sys.exit(_launch.run(_launch.launch(preload, argv)))
