@@ -3,7 +3,7 @@
 //! processes with their own data directories. Each is described by its system file,
 //! `openraft/system.toml` and `asyncraft/system.toml` (node program, parameters, client writes,
 //! reported variables, symmetry, what a crash loses, sets file); this is what the files cannot
-//! say: the parameters' ranges and cross-checks ([`Params::parse`]) and Raft's properties,
+//! say: the parameters' ranges and cross-checks ([`params`](crate::params)) and Raft's properties,
 //! written once in Rust and shared with raft-sim.
 
 use std::path::{Path, PathBuf};
@@ -12,8 +12,6 @@ use std::time::Duration;
 use flymc_model::{Property, Symmetry, System, Target, TargetError, Workload};
 use flymc_real::system_file::{FileSystem, SystemFile};
 use flymc_real::{RealConfig, RealOptions, RealTarget};
-
-use crate::Params;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavor {
@@ -99,7 +97,7 @@ impl RaftSystem {
 
     /// The [`RealConfig`] for `w`.
     pub fn config(&self, w: &Workload) -> Result<RealConfig, TargetError> {
-        let params = Params::parse(self.name(), w)?;
+        let params = crate::params(self.name(), w)?;
         let mut cfg = self.inner.config(w)?;
         if let Some(ms) = params.settle_timeout_ms {
             cfg = cfg.settle_timeout(Duration::from_millis(ms));

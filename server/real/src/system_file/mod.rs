@@ -13,8 +13,8 @@ mod system;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use flymc_lang::Condition;
 use flymc_model::bounded::{read_text, MAX_CONFIG_BYTES, MAX_SETS_BYTES};
-use flymc_model::guard::Condition;
 use flymc_model::workload::line_col;
 use flymc_model::workload::{ConditionProperty, Given};
 use serde_json::{Map, Value};
