@@ -31,7 +31,7 @@ pub enum CrashPoints {
 impl CrashPoints {
     /// After writes for a system whose nodes report them, everywhere for the rest.
     pub fn for_system(system: &dyn flymc_model::System) -> Self {
-        if system.reports_writes() {
+        if system.has(flymc_model::Feature::ReportsWrites) {
             CrashPoints::AfterWrites
         } else {
             CrashPoints::Everywhere

@@ -36,8 +36,9 @@ impl<N> Copy for Env<'_, N> {}
 impl<'a, N: Node> Env<'a, N> {
     /// The same environment with `n.` naming node `i` (inside `any`, `all`, ...).
     fn at(&self, i: usize) -> Env<'a, N> {
+        let nodes: &'a [N] = self.nodes;
         Env {
-            node: NodeVars::of(i, &self.nodes[i]),
+            node: NodeVars::of(i, &nodes[i]),
             ..*self
         }
     }

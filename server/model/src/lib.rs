@@ -26,7 +26,7 @@ pub use event::{Event, EventId, EventKind, NodeId};
 pub use property::{Property, PropertyKind, Violation};
 pub use state::{GlobalState, NodeView, PendingView};
 pub use symmetry::Symmetry;
-pub use system::System;
+pub use system::{About, Feature, System};
 pub use target::{Target, TargetError};
 pub use vclock::VectorClock;
 pub use workload::{Workload, WorkloadError};
