@@ -54,7 +54,7 @@ fn explore(system: &dyn System, w: &Workload, name: &str, paths: u64) -> (Vec<Ru
             independence: true,
             parallel_flips: true,
         },
-        fault_vars: system.fault_vars(),
+        fault_vars: system.about().fault_vars.clone(),
         disk_state: true,
         pct_depth: 3,
     };

@@ -97,7 +97,7 @@ fn explore_runs_with(
         stateless_dfs: false,
         sets: systems::load_sets(system.as_ref(), &w, sets).unwrap(),
         flymc: opts,
-        fault_vars: system.fault_vars(),
+        fault_vars: system.about().fault_vars.clone(),
         disk_state: true,
         pct_depth: 3,
     };

@@ -1,4 +1,4 @@
-//! Hardening (issue 22): path files and workloads are bounded and checked; a replay compares something.
+//! Hardening: path files and workloads are bounded and checked; a replay compares something.
 //!
 //! Each test edits a path recorded on a simulated system (or one of `tests/paths/`) the way a
 //! careless or hostile user might, and expects one clear line and exit 2 before anything runs.

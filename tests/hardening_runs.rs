@@ -1,4 +1,4 @@
-//! Hardening (issue 22): whatever ends a run keeps its work; run directories are private and swept; signals exit as users expect.
+//! Hardening: whatever ends a run keeps its work; run directories are private and swept; signals exit as users expect.
 //!
 //! Every test runs the real `flymc` binary on real openraft node processes (`raft`, the cheap
 //! real system), in folders of its own: its own run folder (`FLYMC_RUN_ROOT`, or a `TMPDIR`

@@ -1,4 +1,4 @@
-//! Hardening (issue 22): hostile connections against the event server cannot end or change a run.
+//! Hardening: hostile connections against the event server cannot end or change a run.
 //!
 //! Any local user can reach the event server's loopback port. These tests attack it as such a
 //! user would (idle connections, half-sent requests, requests without the token) and check that

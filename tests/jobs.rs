@@ -38,10 +38,10 @@ fn build(system: &dyn System, w: &Workload, name: &str, opts: FlymcOptions) -> B
         symmetry: system.symmetry(w),
         seed: 3,
         bound: 25,
-        stateless_dfs: !system.states_are_complete(),
+        stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
         sets: systems::load_sets(system, w, None).unwrap(),
         flymc: opts,
-        fault_vars: system.fault_vars(),
+        fault_vars: system.about().fault_vars.clone(),
         disk_state: true,
         pct_depth: 3,
     };
@@ -173,11 +173,8 @@ impl Target for StirredTarget {
 }
 
 impl System for Stirred {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-    fn description(&self) -> &'static str {
-        "a simulated system with jittery starts"
+    fn about(&self) -> &flymc_model::About {
+        self.inner.about()
     }
     fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
         Ok(Box::new(StirredTarget {
@@ -190,21 +187,6 @@ impl System for Stirred {
     }
     fn symmetry(&self, w: &Workload) -> Symmetry {
         self.inner.symmetry(w)
-    }
-    fn sets_file(&self) -> Option<&'static str> {
-        self.inner.sets_file()
-    }
-    fn states_are_complete(&self) -> bool {
-        self.inner.states_are_complete()
-    }
-    fn crash_loses_sent(&self) -> bool {
-        self.inner.crash_loses_sent()
-    }
-    fn fault_vars(&self) -> Option<&'static [&'static str]> {
-        self.inner.fault_vars()
-    }
-    fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        self.inner.message_kinds()
     }
 }
 

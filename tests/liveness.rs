@@ -102,11 +102,10 @@ struct GateSystem {
 }
 
 impl System for GateSystem {
-    fn name(&self) -> &'static str {
-        "gate"
-    }
-    fn description(&self) -> &'static str {
-        "test fixture"
+    fn about(&self) -> &flymc_model::About {
+        static ABOUT: std::sync::LazyLock<flymc_model::About> =
+            std::sync::LazyLock::new(|| flymc_model::About::new("gate", "test fixture"));
+        &ABOUT
     }
     fn target(&self, _: &Workload) -> Result<Box<dyn Target>, TargetError> {
         Ok(Box::new(SimTarget::new(Gate { busy: self.busy })))

@@ -118,11 +118,8 @@ struct WithSnapshots {
 }
 
 impl System for WithSnapshots {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-    fn description(&self) -> &'static str {
-        self.inner.description()
+    fn about(&self) -> &flymc_model::About {
+        self.inner.about()
     }
     fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
         Ok(Box::new(Replaying {
@@ -142,21 +139,6 @@ impl System for WithSnapshots {
     }
     fn symmetry(&self, w: &Workload) -> Symmetry {
         self.inner.symmetry(w)
-    }
-    fn states_are_complete(&self) -> bool {
-        self.inner.states_are_complete()
-    }
-    fn crash_loses_sent(&self) -> bool {
-        self.inner.crash_loses_sent()
-    }
-    fn fault_vars(&self) -> Option<&'static [&'static str]> {
-        self.inner.fault_vars()
-    }
-    fn sets_file(&self) -> Option<&'static str> {
-        self.inner.sets_file()
-    }
-    fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        self.inner.message_kinds()
     }
 }
 
@@ -192,7 +174,7 @@ fn try_explore(
         stateless_dfs: false,
         sets: systems::load_sets(system, &w, None).unwrap(),
         flymc: FlymcOptions::default(),
-        fault_vars: system.fault_vars(),
+        fault_vars: system.about().fault_vars.clone(),
         disk_state: true,
         pct_depth: 3,
     };

@@ -75,17 +75,17 @@ fn explore(
         symmetry: system.symmetry(w),
         seed: 1,
         bound: 25,
-        stateless_dfs: !system.states_are_complete(),
+        stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
         sets: systems::load_sets(system, w, None).unwrap(),
         flymc: FlymcOptions::default(),
-        fault_vars: system.fault_vars(),
+        fault_vars: system.about().fault_vars.clone(),
         disk_state: true,
         pct_depth: 3,
     };
     let mut s = strategy::build(strategy, &ctx).unwrap();
     let cfg = ExploreConfig {
         max_paths: Some(max_paths),
-        snapshots: system.snapshots(),
+        snapshots: system.has(flymc_model::Feature::Snapshots),
         // Restored however little it saves: the point is that restored paths are the same.
         snapshots_always: true,
         ..Default::default()
@@ -102,7 +102,9 @@ fn explore(
 
 /// Both ways, side by side: the same paths, and the snapshots really used.
 fn same_paths(with: &dyn System, without: &dyn System, w: &Workload, strategy: &str, n: u64) {
-    assert!(with.snapshots() && !without.snapshots());
+    assert!(
+        with.has(flymc_model::Feature::Snapshots) && !without.has(flymc_model::Feature::Snapshots)
+    );
     let (plain, p) = explore(without, w, strategy, n);
     let (restored, r) = explore(with, w, strategy, n);
     let what = format!("{}/{} with {strategy}", with.name(), w.name);

@@ -124,7 +124,7 @@ fn workload(_: &Runner, input: &[u8]) -> usize {
             let when = w
                 .fault_when
                 .as_ref()
-                .map_or(0, |c| usize::from(c.holds(&s)));
+                .map_or(0, |c| usize::from(c.holds(&s.nodes)));
             when + w.properties.len()
         }
         Err(e) => e.to_string().len(),
@@ -153,12 +153,12 @@ fn property(_: &Runner, input: &[u8]) -> usize {
         made += g.to_string().len();
     }
     if let Ok(c) = Condition::parse(&src) {
-        made += usize::from(c.holds(&s)) + c.vars().len() + c.nodes().len();
+        made += usize::from(c.holds(&s.nodes)) + c.vars().len() + c.nodes().len();
     }
     if let Ok(c) = Condition::parse_property(&src) {
         let mut memory = Memory::default();
         for _ in 0..3 {
-            made += c.check(&s, &mut memory).err().map_or(0, |m| m.len());
+            made += c.check(&s.nodes, &mut memory).err().map_or(0, |m| m.len());
         }
     }
     made

@@ -94,10 +94,11 @@ pub mod protocol;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use flymc_model::property::{safety, Property};
 use flymc_model::sim::SimTarget;
-use flymc_model::{GlobalState, Symmetry, System, Target, TargetError, Workload};
+use flymc_model::{About, GlobalState, Symmetry, System, Target, TargetError, Workload};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -227,12 +228,27 @@ pub fn config(w: &Workload) -> Result<Config, TargetError> {
 }
 
 impl System for CassandraSimSystem {
-    fn name(&self) -> &'static str {
-        "cassandra-sim"
-    }
-
-    fn description(&self) -> &'static str {
-        "Cassandra 2.0 Paxos (lightweight transactions), simulated; bugs CASS-1/2/3 (6023, 6013, 5925) and CASS-5"
+    fn about(&self) -> &About {
+        static ABOUT: LazyLock<About> = LazyLock::new(|| {
+            About::new(
+                "cassandra-sim",
+                "Cassandra 2.0 Paxos (lightweight transactions), simulated; bugs CASS-1/2/3 (6023, 6013, 5925) and CASS-5",
+            )
+            // The replica kinds as `flymc analyze` finds them in Cassandra 2.0.0's paxos
+            // package, the coordinator kinds kept from the hand-written sets.json (ANALYSIS.md).
+            .sets(include_str!("../sets-analysed.json"))
+            .message_kinds(&[
+                "cas",
+                "prepare",
+                "prepare_response",
+                "propose",
+                "propose_response",
+                "commit",
+                "commit_response",
+            ])
+            .sources(&["integrations/cassandra-sim/src/lib.rs"])
+        });
+        &ABOUT
     }
 
     fn target(&self, workload: &Workload) -> Result<Box<dyn Target>, TargetError> {
@@ -244,22 +260,6 @@ impl System for CassandraSimSystem {
         // target() reports a bad workload; the properties then have nothing to check against.
         let ops = config(workload).map(|c| (c.ops, c.row)).unwrap_or_default();
         properties(ops.0, ops.1)
-    }
-
-    fn sources(&self) -> &'static [&'static str] {
-        &["integrations/cassandra-sim/src/lib.rs"]
-    }
-
-    fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        Some(vec![
-            "cas",
-            "prepare",
-            "prepare_response",
-            "propose",
-            "propose_response",
-            "commit",
-            "commit_response",
-        ])
     }
 
     /// One role for all replicas; with faults, the nodes that may crash form a role apart from
@@ -282,12 +282,6 @@ impl System for CassandraSimSystem {
             ..Symmetry::none()
         }
         .with_refs(&["first_from"], &[])
-    }
-
-    fn sets_file(&self) -> Option<&'static str> {
-        // The replica kinds as `flymc analyze` finds them in Cassandra 2.0.0's paxos
-        // package, the coordinator kinds kept from the hand-written sets.json (ANALYSIS.md).
-        Some(include_str!("../sets-analysed.json"))
     }
 }
 

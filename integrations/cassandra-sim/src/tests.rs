@@ -698,7 +698,8 @@ fn system_metadata() {
 /// The sets file names every node variable and every event kind, and nothing else.
 #[test]
 fn sets_file_matches_the_protocol() {
-    let sets: Value = serde_json::from_str(CassandraSimSystem.sets_file().unwrap()).unwrap();
+    let sets: Value =
+        serde_json::from_str(CassandraSimSystem.about().sets.as_deref().unwrap()).unwrap();
     assert_eq!(sets["format"], "flymc-sets");
     assert_eq!(sets["system"], "cassandra-sim");
     let mut d = Driver::new(&load("paxos-1"));

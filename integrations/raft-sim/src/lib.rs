@@ -87,8 +87,10 @@ mod protocol;
 #[cfg(test)]
 mod tests;
 
+use std::sync::LazyLock;
+
 use flymc_model::sim::SimTarget;
-use flymc_model::{Property, Symmetry, System, Target, TargetError, Workload};
+use flymc_model::{About, Property, Symmetry, System, Target, TargetError, Workload};
 
 pub use config::{Config, Variant};
 pub use protocol::{Entry, Msg, Raft, RaftNode, Role, NODES};
@@ -113,12 +115,21 @@ pub const NODE_REF_FIELDS: &[&str] = &["crashed", "peer"];
 pub struct RaftSimSystem;
 
 impl System for RaftSimSystem {
-    fn name(&self) -> &'static str {
-        "raft-sim"
-    }
-
-    fn description(&self) -> &'static str {
-        "Raft election + log replication on 3 simulated nodes; bug: async-raft 0.6.1 applies before the log match check"
+    fn about(&self) -> &About {
+        static ABOUT: LazyLock<About> = LazyLock::new(|| {
+            About::new(
+                "raft-sim",
+                "Raft election + log replication on 3 simulated nodes; bug: async-raft 0.6.1 applies before the log match check",
+            )
+            .sets(include_str!("../sets.json"))
+            .message_kinds(&MESSAGE_KINDS)
+            // Raft's properties, shared with the real systems, and their view here.
+            .sources(&[
+                "integrations/raft/properties/src/lib.rs",
+                "integrations/raft-sim/src/properties.rs",
+            ])
+        });
+        &ABOUT
     }
 
     fn target(&self, workload: &Workload) -> Result<Box<dyn Target>, TargetError> {
@@ -128,14 +139,6 @@ impl System for RaftSimSystem {
 
     fn properties(&self, _workload: &Workload) -> Vec<Box<dyn Property>> {
         properties::all()
-    }
-
-    /// Raft's properties, shared with the real systems, and their view here.
-    fn sources(&self) -> &'static [&'static str] {
-        &[
-            "integrations/raft/properties/src/lib.rs",
-            "integrations/raft-sim/src/properties.rs",
-        ]
     }
 
     /// All three nodes are interchangeable in workloads without elections (no crashes, no
@@ -152,14 +155,6 @@ impl System for RaftSimSystem {
         } else {
             Symmetry::all(NODES).with_refs(NODE_REF_VARS, NODE_REF_FIELDS)
         }
-    }
-
-    fn sets_file(&self) -> Option<&'static str> {
-        Some(include_str!("../sets.json"))
-    }
-
-    fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        Some(MESSAGE_KINDS.to_vec())
     }
 }
 

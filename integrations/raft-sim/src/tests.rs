@@ -15,7 +15,7 @@ use crate::properties::{
     CommittedNeverLost, ElectionSafety, EventuallyLeader, LogMatching, StateMachineSafety,
 };
 use crate::protocol::{Fx, Msg, Raft, RaftNode};
-use crate::{Config, RaftSimSystem};
+use crate::{Config, RaftSimSystem, MESSAGE_KINDS};
 
 fn workloads_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads/raft-sim")
@@ -977,7 +977,7 @@ fn eventually_leader_is_judged_only_at_a_quiescent_end() {
 }
 #[test]
 fn sets_file_names_every_kind_field_and_var() {
-    let sets: Value = serde_json::from_str(RaftSimSystem.sets_file().unwrap()).unwrap();
+    let sets: Value = serde_json::from_str(RaftSimSystem.about().sets.as_deref().unwrap()).unwrap();
     assert_eq!(sets["format"], "flymc-sets");
     assert_eq!(sets["version"], 1);
     assert_eq!(sets["system"], RaftSimSystem.name());
@@ -1051,7 +1051,7 @@ fn sets_file_names_every_kind_field_and_var() {
     let messages = sets["messages"].as_object().unwrap();
     assert_eq!(messages.len(), samples.len());
     let mut kinds: Vec<&str> = messages.keys().map(String::as_str).collect();
-    let mut declared_kinds = RaftSimSystem.message_kinds().unwrap();
+    let mut declared_kinds = MESSAGE_KINDS.to_vec();
     kinds.sort();
     declared_kinds.sort();
     assert_eq!(kinds, declared_kinds, "message_kinds() lists every kind");
@@ -1122,15 +1122,20 @@ fn sets_file() -> SetsFile {
         node_vars: Some(t.settle().unwrap().nodes[0].vars.keys().cloned().collect()),
         message_kinds: Some(
             RaftSimSystem
-                .message_kinds()
-                .unwrap()
-                .into_iter()
-                .map(String::from)
+                .about()
+                .message_kinds
+                .iter()
+                .flatten()
+                .cloned()
                 .collect(),
         ),
     };
-    SetsFile::parse("sets.json", RaftSimSystem.sets_file().unwrap(), &known)
-        .unwrap_or_else(|e| panic!("{e}"))
+    SetsFile::parse(
+        "sets.json",
+        RaftSimSystem.about().sets.as_deref().unwrap(),
+        &known,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// flymc's own reader accepts the file against the variables and kinds the system has, and
@@ -1256,7 +1261,7 @@ fn sets_file_entries_cover_what_handlers_do() {
         }
     }
     // Every kind of event was exercised.
-    for kind in RaftSimSystem.message_kinds().unwrap() {
+    for kind in MESSAGE_KINDS {
         assert!(
             checked.get(kind).is_some_and(|&n| n > 10),
             "{kind}: {checked:?}"

@@ -63,8 +63,10 @@ pub const SETS: &str = include_str!("../sets-openraft.json");
 pub const SETS_ASYNCRAFT: &str = include_str!("../sets-asyncraft.json");
 
 use flymc_model::{NodeId, Symmetry, TargetError, Workload};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+// What a node program and the checker exchange lives where the node programs can link it
+// without the checker's machinery.
+pub use flymc_raft_view::{Entry, NodeView, Params, Role, Write};
 
 /// The openraft node program.
 pub const OPENRAFT_PROGRAM: &str = "flymc-raft-node";
@@ -92,92 +94,36 @@ pub const MESSAGE_KINDS: &[&str] = &[
     "rebooted",
 ];
 
-/// A client write of the workload.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Write {
-    pub to: NodeId,
-    pub value: u64,
-}
-
-/// The workload parameters of both Raft systems.
-///
-/// ```toml
-/// [params]
-/// election_timers = [0]    # nodes whose election timer is armed at the start (default: all)
-/// elections = 2           # how often a node's election timer may fire per incarnation
-/// heartbeats = 0          # how often a leader's heartbeat timer may fire per incarnation
-/// writes = [{ to = 0, value = 1 }]   # client writes
-/// settle_timeout_ms = 10000
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Params {
-    /// `None`: every node's (the default depends on the cluster size, so it is resolved in
-    /// [`Params::args`]).
-    pub election_timers: Option<Vec<NodeId>>,
-    pub elections: u32,
-    pub heartbeats: u32,
-    pub writes: Vec<Write>,
-    pub settle_timeout_ms: Option<u64>,
-}
-
-impl Default for Params {
-    fn default() -> Params {
-        Params {
-            election_timers: None,
-            elections: 2,
-            heartbeats: 0,
-            writes: Vec::new(),
-            settle_timeout_ms: None,
-        }
+/// The workload's parameters, checked against its cluster (the ranges and cross-checks a system
+/// file cannot say).
+pub fn params(system: &str, w: &Workload) -> Result<Params, TargetError> {
+    let p: Params = w.params()?;
+    let bad = |m: String| Err(TargetError::Workload(format!("{system}: {m}")));
+    if w.nodes < 3 || w.nodes > 7 {
+        return bad(format!(
+            "nodes = {}: a Raft cluster here has 3 to 7 nodes",
+            w.nodes
+        ));
     }
-}
-
-impl Params {
-    /// The workload's parameters, checked against its cluster.
-    pub fn parse(system: &str, w: &Workload) -> Result<Params, TargetError> {
-        let p: Params = w.params()?;
-        let bad = |m: String| Err(TargetError::Workload(format!("{system}: {m}")));
-        if w.nodes < 3 || w.nodes > 7 {
-            return bad(format!(
-                "nodes = {}: a Raft cluster here has 3 to 7 nodes",
-                w.nodes
-            ));
-        }
-        let nodes = p
-            .election_timers
-            .iter()
-            .flatten()
-            .map(|&n| ("election_timers", n));
-        let tos = p.writes.iter().map(|wr| ("a write's `to`", wr.to));
-        if let Some((what, n)) = nodes.chain(tos).find(|&(_, n)| n >= w.nodes) {
-            return bad(format!(
-                "{what} must name a node 0..{}, got {n}",
-                w.nodes - 1
-            ));
-        }
-        if !(1..=9).contains(&p.elections) {
-            return bad(format!("elections must be 1..9, got {}", p.elections));
-        }
-        if p.heartbeats > 9 {
-            return bad(format!("heartbeats must be 0..9, got {}", p.heartbeats));
-        }
-        Ok(p)
+    let nodes = p
+        .election_timers
+        .iter()
+        .flatten()
+        .map(|&n| ("election_timers", n));
+    let tos = p.writes.iter().map(|wr| ("a write's `to`", wr.to));
+    if let Some((what, n)) = nodes.chain(tos).find(|&(_, n)| n >= w.nodes) {
+        return bad(format!(
+            "{what} must name a node 0..{}, got {n}",
+            w.nodes - 1
+        ));
     }
-
-    /// The node program's arguments in a cluster of `nodes`.
-    pub fn args(&self, nodes: usize) -> Vec<String> {
-        let mut a = vec!["--elections".to_string(), self.elections.to_string()];
-        let all: Vec<NodeId> = (0..nodes).collect();
-        for t in self.election_timers.as_ref().unwrap_or(&all) {
-            a.extend(["--election-timer".to_string(), t.to_string()]);
-        }
-        if self.heartbeats > 0 {
-            a.extend(["--heartbeats".to_string(), self.heartbeats.to_string()]);
-        }
-        a
+    if !(1..=9).contains(&p.elections) {
+        return bad(format!("elections must be 1..9, got {}", p.elections));
     }
+    if p.heartbeats > 9 {
+        return bad(format!("heartbeats must be 0..9, got {}", p.heartbeats));
+    }
+    Ok(p)
 }
 
 /// Nodes are interchangeable in Raft (no rule depends on a node's id); the workload's crash
@@ -196,43 +142,4 @@ pub fn symmetry(w: &Workload) -> Symmetry {
         ..Symmetry::none()
     }
     .with_refs(NODE_REF_VARS, NODE_REF_FIELDS)
-}
-
-/// A log entry as nodes report it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Entry {
-    pub term: u64,
-    /// The written number, `null` for a blank entry, `"config"` for a membership entry.
-    pub value: Value,
-}
-
-impl std::fmt::Display for Entry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.value {
-            Value::Null => write!(f, "blank@t{}", self.term),
-            Value::String(s) => write!(f, "{s}@t{}", self.term),
-            v => write!(f, "{v}@t{}", self.term),
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    Follower,
-    Candidate,
-    Leader,
-    Learner,
-}
-
-/// The part of a node's reported state the properties read.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct NodeView {
-    pub term: u64,
-    pub voted_for: Option<NodeId>,
-    pub role: Role,
-    pub leader: Option<NodeId>,
-    pub log: Vec<Entry>,
-    pub commit: u64,
-    pub applied: Vec<Entry>,
 }

@@ -3,17 +3,15 @@
 //! processes with their own data directories. Each is described by its system file,
 //! `openraft/system.toml` and `asyncraft/system.toml` (node program, parameters, client writes,
 //! reported variables, symmetry, what a crash loses, sets file); this is what the files cannot
-//! say: the parameters' ranges and cross-checks ([`Params::parse`]) and Raft's properties,
+//! say: the parameters' ranges and cross-checks ([`params`](crate::params)) and Raft's properties,
 //! written once in Rust and shared with raft-sim.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use flymc_model::{Property, Symmetry, System, Target, TargetError, Workload};
+use flymc_model::{About, Property, Symmetry, System, Target, TargetError, Workload};
 use flymc_real::system_file::{FileSystem, SystemFile};
 use flymc_real::{RealConfig, RealOptions, RealTarget};
-
-use crate::Params;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavor {
@@ -62,44 +60,60 @@ pub struct RaftSystem {
     /// Loaded from a file on disk (`--system .../system.toml`): its workloads are the file's.
     /// The shipped systems use the workloads folder (`--workloads`, `$FLYMC_WORKLOADS`).
     from_disk: bool,
+    about: About,
+}
+
+/// The file's description, with Raft's property sources; a shipped system has no file or
+/// workloads folder of its own.
+fn about(inner: &FileSystem, from_disk: bool) -> About {
+    let mut about = inner.about().clone();
+    // Raft's properties, shared with raft-sim, and their view here (both flavours).
+    about.sources = vec![
+        "integrations/raft/properties/src/lib.rs".into(),
+        "integrations/raft/src/properties.rs".into(),
+    ];
+    if !from_disk {
+        about.workloads_dir = None;
+        about.file = None;
+    }
+    about
 }
 
 impl RaftSystem {
     /// The shipped system; the node program is looked up next to the running executable.
     pub fn new(flavor: Flavor) -> RaftSystem {
+        RaftSystem::of(
+            FileSystem::new(flavor.system_file(), RealOptions::default()),
+            false,
+        )
+    }
+
+    fn of(inner: FileSystem, from_disk: bool) -> RaftSystem {
         RaftSystem {
-            inner: FileSystem::new(flavor.system_file(), RealOptions::default()),
-            from_disk: false,
+            about: about(&inner, from_disk),
+            inner,
+            from_disk,
         }
     }
 
     /// The system a file on disk with `rust = "raft"` describes.
     pub fn from_disk(file: SystemFile) -> RaftSystem {
-        RaftSystem {
-            inner: FileSystem::new(file, RealOptions::default()),
-            from_disk: true,
-        }
+        RaftSystem::of(FileSystem::new(file, RealOptions::default()), true)
     }
 
     /// Runs under the user's options (the event server's address).
     pub fn options(self, options: RealOptions) -> RaftSystem {
-        RaftSystem {
-            inner: self.inner.options(options),
-            ..self
-        }
+        RaftSystem::of(self.inner.options(options), self.from_disk)
     }
 
     pub fn with_program(flavor: Flavor, program: impl Into<PathBuf>) -> RaftSystem {
         let s = RaftSystem::new(flavor);
-        RaftSystem {
-            inner: s.inner.with_program(program),
-            ..s
-        }
+        RaftSystem::of(s.inner.with_program(program), s.from_disk)
     }
 
     /// The [`RealConfig`] for `w`.
     pub fn config(&self, w: &Workload) -> Result<RealConfig, TargetError> {
-        let params = Params::parse(self.name(), w)?;
+        let params = crate::params(self.name(), w)?;
         let mut cfg = self.inner.config(w)?;
         if let Some(ms) = params.settle_timeout_ms {
             cfg = cfg.settle_timeout(Duration::from_millis(ms));
@@ -109,16 +123,8 @@ impl RaftSystem {
 }
 
 impl System for RaftSystem {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn description(&self) -> &'static str {
-        self.inner.description()
-    }
-
-    fn crash_loses_sent(&self) -> bool {
-        self.inner.crash_loses_sent()
+    fn about(&self) -> &About {
+        &self.about
     }
 
     fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
@@ -128,47 +134,11 @@ impl System for RaftSystem {
         )))
     }
 
-    fn snapshots(&self) -> bool {
-        self.inner.snapshots()
-    }
-
     fn properties(&self, _w: &Workload) -> Vec<Box<dyn Property>> {
         crate::properties::all()
     }
 
-    /// Raft's properties, shared with raft-sim, and their view here (both flavours).
-    fn sources(&self) -> &'static [&'static str] {
-        &[
-            "integrations/raft/properties/src/lib.rs",
-            "integrations/raft/src/properties.rs",
-        ]
-    }
-
     fn symmetry(&self, w: &Workload) -> Symmetry {
         self.inner.symmetry(w)
-    }
-
-    fn sets_file(&self) -> Option<&'static str> {
-        self.inner.sets_file()
-    }
-
-    fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        self.inner.message_kinds()
-    }
-
-    fn states_are_complete(&self) -> bool {
-        self.inner.states_are_complete()
-    }
-
-    fn fault_vars(&self) -> Option<&'static [&'static str]> {
-        self.inner.fault_vars()
-    }
-
-    fn workloads_dir(&self) -> Option<PathBuf> {
-        self.from_disk.then(|| self.inner.workloads_dir()).flatten()
-    }
-
-    fn file(&self) -> Option<PathBuf> {
-        self.from_disk.then(|| self.inner.file()).flatten()
     }
 }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use flymc_model::Workload;
-use flymc_raft::Params;
+use flymc_raft::params;
 
 fn folder() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../workloads")
@@ -16,7 +16,7 @@ fn every_shipped_workload_has_valid_parameters() {
         let shipped = flymc_core::workloads::all(&folder(), system).unwrap();
         assert!(shipped.len() >= 4, "{system}");
         for w in shipped {
-            Params::parse(system, &w).unwrap_or_else(|e| panic!("{}: {e}", w.name));
+            params(system, &w).unwrap_or_else(|e| panic!("{}: {e}", w.name));
         }
     }
 }
@@ -29,7 +29,7 @@ fn le_with(line: &str) -> String {
         &format!("{text}{line}\n"),
     )
     .unwrap();
-    Params::parse("raft", &w).unwrap_err().to_string()
+    params("raft", &w).unwrap_err().to_string()
 }
 
 #[test]

@@ -31,8 +31,12 @@ pub mod view;
 #[cfg(test)]
 mod tests;
 
+use std::sync::LazyLock;
+
 use flymc_model::sim::SimTarget;
-use flymc_model::{NodeId, Property, Symmetry, System, Target, TargetError, Workload};
+use flymc_model::{
+    About, Feature, NodeId, Property, Symmetry, System, Target, TargetError, Workload,
+};
 use serde::Deserialize;
 
 pub use protocol::{Variant, ZabSim};
@@ -106,12 +110,32 @@ impl ZabSimSystem {
 }
 
 impl System for ZabSimSystem {
-    fn name(&self) -> &'static str {
-        SYSTEM_NAME
-    }
-
-    fn description(&self) -> &'static str {
-        "ZooKeeper 3.8.0's ZAB (election, discovery, sync, broadcast, every disk write a step), simulated; the twin of `zookeeper`"
+    fn about(&self) -> &About {
+        static ABOUT: LazyLock<About> = LazyLock::new(|| {
+            About::new(
+                SYSTEM_NAME,
+                "ZooKeeper 3.8.0's ZAB (election, discovery, sync, broadcast, every disk write a step), simulated; the twin of `zookeeper`",
+            )
+            // Like the real integration: crash points are the `disk:*` writes.
+            .feature(Feature::ReportsWrites)
+            // What survives a crash and the roles, as the real integration's `survive_crash`.
+            .fault_vars(&[
+                "state",
+                "zabState",
+                "leader",
+                "currentEpoch",
+                "acceptedEpoch",
+                "log",
+                "disk",
+                "acked",
+            ])
+            .message_kinds(&msg::KINDS)
+            .sources(&[
+                "integrations/zookeeper/properties/src/lib.rs",
+                "integrations/zab-sim/src/view.rs",
+            ])
+        });
+        &ABOUT
     }
 
     fn target(&self, workload: &Workload) -> Result<Box<dyn Target>, TargetError> {
@@ -122,38 +146,8 @@ impl System for ZabSimSystem {
         view::properties(workload.nodes)
     }
 
-    fn sources(&self) -> &'static [&'static str] {
-        &[
-            "integrations/zookeeper/properties/src/lib.rs",
-            "integrations/zab-sim/src/view.rs",
-        ]
-    }
-
     /// None: FLE breaks ties by server id, and workloads send clients to given nodes.
     fn symmetry(&self, _workload: &Workload) -> Symmetry {
         Symmetry::none()
-    }
-
-    /// Like the real integration: crash points are the `disk:*` writes.
-    fn reports_writes(&self) -> bool {
-        true
-    }
-
-    /// What survives a crash and the roles, as the real integration's `survive_crash`.
-    fn fault_vars(&self) -> Option<&'static [&'static str]> {
-        Some(&[
-            "state",
-            "zabState",
-            "leader",
-            "currentEpoch",
-            "acceptedEpoch",
-            "log",
-            "disk",
-            "acked",
-        ])
-    }
-
-    fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        Some(msg::KINDS.to_vec())
     }
 }

@@ -124,7 +124,7 @@ impl Msg {
     }
 }
 
-/// Every event name, for `System::message_kinds`.
+/// Every event name, for `About::message_kinds`.
 pub const KINDS: [&str; 23] = [
     "finalize",
     "disconnect",

@@ -13,8 +13,10 @@
 pub mod properties;
 pub mod protocol;
 
+use std::sync::LazyLock;
+
 use flymc_model::sim::SimTarget;
-use flymc_model::{Property, Symmetry, System, Target, TargetError, Workload};
+use flymc_model::{About, Property, Symmetry, System, Target, TargetError, Workload};
 use serde::Deserialize;
 
 pub use protocol::{Msg, Node, ServerState, Variant, ZkLe};
@@ -79,12 +81,21 @@ struct Params {
 }
 
 impl System for ZkLeSimSystem {
-    fn name(&self) -> &'static str {
-        SYSTEM_NAME
-    }
-
-    fn description(&self) -> &'static str {
-        "ZooKeeper 3.8.0 FastLeaderElection + ZAB epoch establishment, simulated (ZOOKEEPER-1419 variant)"
+    fn about(&self) -> &About {
+        static ABOUT: LazyLock<About> = LazyLock::new(|| {
+            About::new(
+                SYSTEM_NAME,
+                "ZooKeeper 3.8.0 FastLeaderElection + ZAB epoch establishment, simulated (ZOOKEEPER-1419 variant)",
+            )
+            .sets(include_str!("../sets.json"))
+            .message_kinds(&MESSAGE_KINDS)
+            // ZooKeeper's election properties, shared with the real system, and their view here.
+            .sources(&[
+                "integrations/zookeeper/properties/src/lib.rs",
+                "integrations/zk-le-sim/src/properties.rs",
+            ])
+        });
+        &ABOUT
     }
 
     fn target(&self, workload: &Workload) -> Result<Box<dyn Target>, TargetError> {
@@ -95,28 +106,12 @@ impl System for ZkLeSimSystem {
         properties::properties(workload.nodes)
     }
 
-    /// ZooKeeper's election properties, shared with the real system, and their view here.
-    fn sources(&self) -> &'static [&'static str] {
-        &[
-            "integrations/zookeeper/properties/src/lib.rs",
-            "integrations/zk-le-sim/src/properties.rs",
-        ]
-    }
-
     /// No symmetric roles. `totalOrderPredicate` breaks ties by server id, so which node wins an
     /// election depends on the ids themselves: renaming n0 and n2 in a state where both vote for
     /// themselves leads to a different leader, not to a renamed run. Workloads also give nodes
     /// different initial epochs and zxids.
     fn symmetry(&self, _workload: &Workload) -> Symmetry {
         Symmetry::none()
-    }
-
-    fn sets_file(&self) -> Option<&'static str> {
-        Some(include_str!("../sets.json"))
-    }
-
-    fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        Some(MESSAGE_KINDS.to_vec())
     }
 }
 
@@ -141,7 +136,8 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn sets() -> Value {
-        serde_json::from_str(ZkLeSimSystem.sets_file().unwrap()).expect("sets.json parses")
+        serde_json::from_str(ZkLeSimSystem.about().sets.as_deref().unwrap())
+            .expect("sets.json parses")
     }
 
     /// One message of every kind, as (kind, field names).
@@ -277,8 +273,12 @@ mod tests {
             node_vars: Some(node.as_object().unwrap().keys().cloned().collect()),
             message_kinds: Some(MESSAGE_KINDS.iter().map(|k| k.to_string()).collect()),
         };
-        let sets = SetsFile::parse("sets.json", ZkLeSimSystem.sets_file().unwrap(), &known)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let sets = SetsFile::parse(
+            "sets.json",
+            ZkLeSimSystem.about().sets.as_deref().unwrap(),
+            &known,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         // A vote from a higher round moves a LOOKING node to it; a reply to a FOLLOWING node is
         // discarded.
         let looking = node.as_object().unwrap().clone();

@@ -17,7 +17,12 @@ fn handlers_stay_within_their_declared_sets() {
         node_vars: Some(first.state().nodes[0].vars.keys().cloned().collect()),
         message_kinds: Some(MESSAGE_KINDS.iter().map(|k| k.to_string()).collect()),
     };
-    let sets = SetsFile::parse("sets.json", ZkLeSimSystem.sets_file().unwrap(), &known).unwrap();
+    let sets = SetsFile::parse(
+        "sets.json",
+        ZkLeSimSystem.about().sets.as_deref().unwrap(),
+        &known,
+    )
+    .unwrap();
     let disk_of = |var: &str| match var {
         "current_epoch" => Some("currentEpoch"),
         "accepted_epoch" => Some("acceptedEpoch"),

@@ -32,7 +32,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flymc_model::{NodeId, Property, Symmetry, System, Target, TargetError, Workload};
+use flymc_model::{
+    About, Feature, NodeId, Property, Symmetry, System, Target, TargetError, Workload,
+};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -64,24 +66,46 @@ pub fn built_variants() -> Vec<String> {
 /// Debian's ZooKeeper jar (its manifest names the dependencies).
 pub const ZOOKEEPER_JAR: &str = "/usr/share/java/zookeeper.jar";
 
-/// The ZooKeeper jar nodes run: Debian's, or `$FLYMC_ZOOKEEPER_JAR`.
-pub fn zookeeper_jar() -> PathBuf {
-    std::env::var_os("FLYMC_ZOOKEEPER_JAR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(ZOOKEEPER_JAR))
+/// What the user may put in place of this integration's defaults: values the CLI reads from
+/// the environment once, at its edge, and installs for the process ([`Settings::install`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Settings {
+    /// The ZooKeeper jar nodes run (`$FLYMC_ZOOKEEPER_JAR` for the CLI); `None`: Debian's.
+    pub jar: Option<PathBuf>,
+    /// The image the docker backend runs (`$FLYMC_ZOOKEEPER_IMAGE` for the CLI); `None`:
+    /// `flymc/zookeeper:3.8.0`.
+    pub image: Option<String>,
 }
 
-/// The image the docker backend runs: `flymc/zookeeper:3.8.0`, or `$FLYMC_ZOOKEEPER_IMAGE`.
+static SETTINGS: std::sync::OnceLock<Settings> = std::sync::OnceLock::new();
+
+impl Settings {
+    /// Make these the process's settings; the first call wins.
+    pub fn install(self) {
+        let _ = SETTINGS.set(self);
+    }
+
+    fn get() -> &'static Settings {
+        SETTINGS.get_or_init(Settings::default)
+    }
+}
+
+/// The ZooKeeper jar nodes run: the settings' ([`Settings::jar`]), else Debian's.
+pub fn zookeeper_jar() -> PathBuf {
+    (Settings::get().jar.clone()).unwrap_or_else(|| PathBuf::from(ZOOKEEPER_JAR))
+}
+
+/// The image the docker backend runs: the settings' ([`Settings::image`]), else
+/// `flymc/zookeeper:3.8.0`.
 pub fn image() -> String {
-    std::env::var("FLYMC_ZOOKEEPER_IMAGE").unwrap_or_else(|_| setup::IMAGE.to_string())
+    (Settings::get().image.clone()).unwrap_or_else(|| setup::IMAGE.to_string())
 }
 const SLF4J_SIMPLE: &str = "/usr/share/java/slf4j-simple.jar";
 /// ZooKeeper's tick is set so long that no wall-clock timeout of ZooKeeper's own fires during
 /// a run; the timeouts the workloads depend on are flymc timers (hooks.toml).
 const TICK_MS: u64 = 10_000_000;
 
-/// Where `flymc setup` keeps what it builds (the jars here): `$FLYMC_CACHE`, else
-/// `~/.cache/flymc`.
+/// Where `flymc setup` keeps what it builds (the jars here): flymc's cache folder.
 pub use flymc_real::snapshot::cache_dir;
 
 pub fn java_dir() -> PathBuf {
@@ -99,8 +123,27 @@ pub fn variant_dir(variant: &str) -> PathBuf {
 pub struct ZookeeperSystem {
     pub options: RealOptions,
     file: FileSystem,
-    /// Loaded from a file on disk (`--system .../system.toml`): its workloads are the file's.
-    from_disk: bool,
+    /// The file's description; loaded from a file on disk (`--system .../system.toml`), its
+    /// workloads are the file's.
+    about: About,
+}
+
+/// The file's description, with what only this integration says; a shipped system has no
+/// file or workloads folder of its own.
+fn about(file: &FileSystem, from_disk: bool) -> About {
+    let mut about = file.about().clone().feature(Feature::Docker);
+    // `zookeeper_home` runs the jars of the folder it names.
+    about.program_params = vec!["zookeeper_home".into()];
+    // ZooKeeper's properties, shared with zk-le-sim, and their view here.
+    about.sources = vec![
+        "integrations/zookeeper/properties/src/lib.rs".into(),
+        "integrations/zookeeper/src/properties.rs".into(),
+    ];
+    if !from_disk {
+        about.workloads_dir = None;
+        about.file = None;
+    }
+    about
 }
 
 impl Default for ZookeeperSystem {
@@ -125,25 +168,20 @@ pub fn system_file() -> SystemFile {
 
 impl ZookeeperSystem {
     pub fn new(options: RealOptions) -> ZookeeperSystem {
-        ZookeeperSystem {
-            options,
-            file: FileSystem::new(system_file(), options),
-            from_disk: false,
-        }
+        ZookeeperSystem::of(FileSystem::new(system_file(), options), options, false)
     }
 
     /// The system a file on disk with `rust = "zookeeper"` describes.
     pub fn from_disk(file: SystemFile, options: RealOptions) -> ZookeeperSystem {
-        ZookeeperSystem {
-            options,
-            file: FileSystem::new(file, options),
-            from_disk: true,
-        }
+        ZookeeperSystem::of(FileSystem::new(file, options), options, true)
     }
 
-    /// The exceptions its nodes catch as a matter of course (the system file's `exceptions`).
-    pub fn allowed(&self) -> &'static [&'static str] {
-        self.file.allowed_exceptions()
+    fn of(file: FileSystem, options: RealOptions, from_disk: bool) -> ZookeeperSystem {
+        ZookeeperSystem {
+            about: about(&file, from_disk),
+            options,
+            file,
+        }
     }
 }
 
@@ -538,12 +576,8 @@ impl ZookeeperSystem {
 }
 
 impl System for ZookeeperSystem {
-    fn name(&self) -> &'static str {
-        self.file.name()
-    }
-
-    fn description(&self) -> &'static str {
-        self.file.description()
+    fn about(&self) -> &About {
+        &self.about
     }
 
     fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
@@ -551,67 +585,12 @@ impl System for ZookeeperSystem {
         Ok(Box::new(RealTarget::with_backend(cfg, self.backend()?)))
     }
 
-    fn snapshots(&self) -> bool {
-        self.options.can_snapshot()
-    }
-
     fn properties(&self, w: &Workload) -> Vec<Box<dyn Property>> {
         properties::properties(w.nodes)
-    }
-
-    /// ZooKeeper's properties, shared with zk-le-sim, and their view here.
-    fn sources(&self) -> &'static [&'static str] {
-        &[
-            "integrations/zookeeper/properties/src/lib.rs",
-            "integrations/zookeeper/src/properties.rs",
-        ]
-    }
-
-    fn allowed_exceptions(&self) -> &'static [&'static str] {
-        self.file.allowed_exceptions()
     }
 
     /// No symmetric roles (the system file says why).
     fn symmetry(&self, w: &Workload) -> Symmetry {
         self.file.symmetry(w)
-    }
-
-    fn sets_file(&self) -> Option<&'static str> {
-        self.file.sets_file()
-    }
-
-    fn runs_in_docker(&self) -> bool {
-        true
-    }
-
-    fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        self.file.message_kinds()
-    }
-
-    /// What a crash keeps (the system file's `faults.survive_crash`).
-    fn fault_vars(&self) -> Option<&'static [&'static str]> {
-        self.file.fault_vars()
-    }
-
-    /// `zookeeper_home` runs the jars of the folder it names.
-    fn program_params(&self) -> &'static [&'static str] {
-        &["zookeeper_home"]
-    }
-
-    fn states_are_complete(&self) -> bool {
-        self.file.states_are_complete()
-    }
-
-    /// The hooks file's crash points (`disk` points) report the writes.
-    fn reports_writes(&self) -> bool {
-        self.file.reports_writes()
-    }
-
-    fn workloads_dir(&self) -> Option<PathBuf> {
-        self.from_disk.then(|| self.file.workloads_dir()).flatten()
-    }
-
-    fn file(&self) -> Option<PathBuf> {
-        self.from_disk.then(|| self.file.file()).flatten()
     }
 }

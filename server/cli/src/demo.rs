@@ -142,12 +142,26 @@ impl DemoSystem {
 }
 
 impl System for DemoSystem {
-    fn name(&self) -> &'static str {
-        "hook-demo"
-    }
-
-    fn description(&self) -> &'static str {
-        "a counter protocol on real processes through the event server and the Rust hook"
+    fn about(&self) -> &flymc_model::About {
+        static ABOUT: std::sync::LazyLock<flymc_model::About> = std::sync::LazyLock::new(|| {
+            flymc_model::About::new(
+                "hook-demo",
+                "a counter protocol on real processes through the event server and the Rust hook",
+            )
+            .message_kinds(&[
+                "add",
+                "echo",
+                "ack",
+                "hang",
+                "exit",
+                "fail",
+                "ping",
+                "tick",
+                "disk:state",
+                "disk:check",
+            ])
+        });
+        &ABOUT
     }
 
     fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
@@ -172,20 +186,5 @@ impl System for DemoSystem {
 
     fn symmetry(&self, _w: &Workload) -> Symmetry {
         Symmetry::none()
-    }
-
-    fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        Some(vec![
-            "add",
-            "echo",
-            "ack",
-            "hang",
-            "exit",
-            "fail",
-            "ping",
-            "tick",
-            "disk:state",
-            "disk:check",
-        ])
     }
 }

@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod debug;
 pub mod demo;
+pub mod env;
 pub mod hookbench;
 pub mod hunt;
 pub mod progress;

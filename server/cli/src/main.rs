@@ -356,7 +356,7 @@ fn main() -> ExitCode {
         // Colour codes only for a person at a terminal, not in a log file or a CI pipe.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = match Cli::try_parse() {
+    let mut cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             // clap prints help/version to stdout with exit 0 and usage errors with exit 2.
@@ -364,6 +364,13 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    match flymc::env::Env::read() {
+        Ok(env) => cli.workloads = cli.workloads.or(env.install()),
+        Err(message) => {
+            eprintln!("flymc: {message}");
+            return ExitCode::from(2);
+        }
+    }
     let result = dispatch(cli);
     if let Some(signal) = flymc_real::cluster::interrupted_by() {
         // A signal: the nodes were killed under whatever ran; `run` said what it explored,
@@ -470,7 +477,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
             // A system file's name and description are the file's text.
             for s in listed {
                 let name = escape::line(s.name());
-                println!("{name:<16} {}", escape::line(s.description()));
+                println!("{name:<16} {}", escape::line(&s.about().description));
             }
             for (file, e) in left_out {
                 let why = escape::line(&e.to_string()).into_owned();
@@ -535,7 +542,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     systems::announce(system.as_ref());
     let dir = systems::workloads_dir(system.as_ref(), folder)?;
     let mut workload = workloads::load_in(&dir, system.name(), &args.workload)?;
-    workload.system_file = system.file();
+    workload.system_file = system.about().file.clone();
     zookeeper_overrides(&args, &mut workload)?;
     workloads::check_expect(system.as_ref(), &workload)?;
     let sets = if args.strategy().uses_sets() || args.sets.is_some() {
@@ -549,14 +556,14 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         seed: args.seed,
         bound: args.bound,
         // Expanding a state once is sound only when the reported state decides the future.
-        stateless_dfs: args.stateless || !system.states_are_complete(),
+        stateless_dfs: args.stateless || system.has(flymc_model::Feature::SummaryStates),
         sets,
         flymc: FlymcOptions {
             symmetry: !args.ablation.no_symmetry,
             independence: !args.ablation.no_independence,
             parallel_flips: args.ablation.parallel_flips && !args.ablation.no_parallel_flips,
         },
-        fault_vars: system.fault_vars(),
+        fault_vars: system.about().fault_vars.clone(),
         disk_state: !args.ablation.no_disk_state,
         pct_depth: args.depth,
     };
@@ -566,7 +573,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         check_determinism: args.check_determinism,
         cache: !args.ablation.no_cache,
         jobs: args.jobs.into(),
-        snapshots: system.snapshots(),
+        snapshots: system.has(flymc_model::Feature::Snapshots),
         keep_going: args.keep_going,
         interrupted: Some(flymc_real::cluster::interrupted),
         logs: Some(KeepLogs {
@@ -675,7 +682,7 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         ));
         PathFile::from_run(&workload, args.strategy().name(), args.seed, *number, run)
             .save(&file)?;
-        report_violation(*number, run, &file, system.file().as_deref());
+        report_violation(*number, run, &file, system.about().file.clone().as_deref());
     }
     if args.keep_going && outcome.violation.is_some() {
         println!(
@@ -742,8 +749,8 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
     for (why, n) in &stats.pruned {
         summary += &format!(", pruned by {why} {n}");
     }
-    if stats.fault_states > 0 {
-        summary += &format!(", {} fault states", stats.fault_states);
+    for n in stats.notes.iter().filter(|n| !n.own_line) {
+        summary += &format!(", {}", n.text);
     }
     if stats.abstract_states > 0 {
         summary += &format!(", {} abstract states", stats.abstract_states);
@@ -767,25 +774,8 @@ fn run(args: RunArgs, folder: Option<&Path>) -> Result<u8> {
         );
     }
     println!("{summary}");
-    if !stats.shares.is_empty() {
-        let shares: Vec<String> = stats
-            .shares
-            .iter()
-            .map(|(m, n)| format!("{m} {n}"))
-            .collect();
-        println!("portfolio: paths by member: {}", shares.join(", "));
-    }
-    if let Some(b) = &stats.pct {
-        println!(
-            "pct guarantee: a bug of depth {} is hit with probability >= 1/({} chains x {} events^{}) = {:.3e} per path, so >= {:.3e} over these {} paths",
-            b.depth,
-            b.chains,
-            b.events,
-            b.depth.saturating_sub(1),
-            b.per_run,
-            b.over(outcome.paths),
-            outcome.paths
-        );
+    for n in stats.notes.iter().filter(|n| n.own_line) {
+        println!("{}", n.text);
     }
     if let Some(line) = summary::coverage_line(&outcome.coverage) {
         println!("{line}");

@@ -131,16 +131,12 @@ pub struct RunSummary<'a> {
     pub unconfirmed: u64,
     /// Violating paths after the first (`--keep-going`, or of other properties).
     pub other_violations: u64,
-    /// Distinct fault states reached (`faults`).
-    pub fault_states: u64,
-    /// Coarse abstract states reached (`novelty`, `portfolio`).
+    /// Coarse abstract states reached (`novelty`, `faults`, `portfolio`).
     pub abstract_states: u64,
-    /// `pct`'s guarantee: per path, and over this run's paths.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pct: Option<PctJson>,
-    /// A portfolio's members and the paths each ran.
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    pub portfolio: &'a [(String, u64)],
+    /// What only the strategy keeps, under the keys it gives (`fault_states`, `pct`,
+    /// `portfolio`).
+    #[serde(flatten)]
+    pub notes: serde_json::Map<String, serde_json::Value>,
     /// Unique and abstract states after paths 1, 2, 4, 8, ... and the last.
     pub coverage: &'a [flymc_core::explore::Coverage],
     pub timing: TimingJson<'a>,
@@ -150,14 +146,6 @@ pub struct RunSummary<'a> {
     /// What ended the run early, if something did: `interrupted by SIGTERM`, or the error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
-}
-
-/// PCTCP's bound ([`flymc_core::strategy::PctBound`]) and what it gives over the run.
-#[derive(Serialize)]
-pub struct PctJson {
-    #[serde(flatten)]
-    pub bound: flymc_core::strategy::PctBound,
-    pub over_run: f64,
 }
 
 /// [`TimingTotals`] with the quantiles worked out.
@@ -196,13 +184,10 @@ impl<'a> RunSummary<'a> {
             diverged: outcome.diverged,
             unconfirmed: outcome.unconfirmed,
             other_violations: outcome.other_violations,
-            fault_states: outcome.stats.fault_states,
             abstract_states: outcome.stats.abstract_states,
-            pct: outcome.stats.pct.map(|bound| PctJson {
-                bound,
-                over_run: bound.over(outcome.paths),
-            }),
-            portfolio: &outcome.stats.shares,
+            notes: (outcome.stats.notes.iter())
+                .map(|n| (n.key.clone(), n.value.clone()))
+                .collect(),
             coverage: &outcome.coverage,
             snapshots: &outcome.snapshots,
             liveness: &outcome.liveness,

@@ -117,7 +117,7 @@ pub fn for_path(
     }
     // A built-in system is the built-in whatever file the path names; a user's is used only
     // when it is the file the path was recorded with, or the one the user named.
-    if let (None, Some(recorded), Some(file)) = (given, recorded, system.file()) {
+    if let (None, Some(recorded), Some(file)) = (given, recorded, system.about().file.clone()) {
         if !same_file(recorded, &file) {
             return Err(untrusted(Some(file)));
         }
@@ -126,15 +126,15 @@ pub fn for_path(
 }
 
 /// A path file's recorded parameters that choose the programs a system runs
-/// ([`System::program_params`], e.g. ZooKeeper's `zookeeper_home`) are refused unless the user
+/// ([`flymc_model::About::program_params`], e.g. ZooKeeper's `zookeeper_home`) are refused unless the user
 /// trusts them on the command line (`--trust-params`): a path file never chooses what runs.
 pub fn check_recorded_params(
     path: &flymc_core::pathfile::PathFile,
     system: &dyn System,
     trusted: bool,
 ) -> anyhow::Result<()> {
-    for key in system.program_params().iter().filter(|_| !trusted) {
-        if let Some(value) = path.workload.params.get(*key) {
+    for key in system.about().program_params.iter().filter(|_| !trusted) {
+        if let Some(value) = path.workload.params.get(key) {
             anyhow::bail!(
                 "this path file sets {key} = {}, which chooses the programs {} runs, and a path file does not choose what flymc runs: check that location, and if you trust it, run again with --trust-params",
                 flymc_model::escape::line(&value.to_string()),
@@ -156,7 +156,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// The line that says which system file a command runs programs from, printed before it
 /// starts any (nothing for a built-in system).
 pub fn announce(system: &dyn System) {
-    if let Some(file) = system.file() {
+    if let Some(file) = system.about().file.clone() {
         let file = std::fs::canonicalize(&file).unwrap_or(file);
         println!("system file: {}", file.display());
     }
@@ -231,10 +231,10 @@ pub fn find_with(name: &str, options: &RealOptions) -> Result<Box<dyn System>, F
         systems.extend(user_files(options).into_iter().filter_map(|(_, s)| s.ok()));
     }
     let s = pick(name, systems)?;
-    if options.backend == BackendKind::Docker && !s.runs_in_docker() {
+    if options.backend == BackendKind::Docker && !s.has(flymc_model::Feature::Docker) {
         let docker: Vec<String> = all()
             .iter()
-            .filter(|s| s.runs_in_docker())
+            .filter(|s| s.has(flymc_model::Feature::Docker))
             .map(|s| s.name().to_string())
             .collect();
         return Err(FindSystemError::Unknown(UnknownSystem {
@@ -311,7 +311,8 @@ pub enum SetsLoadError {
 }
 
 /// The sets file for a run: `file` if given, else the one the system ships; checked against the
-/// variables of the system's initial state and the message kinds it declares.
+/// variables the system declares (else those of its initial state) and the message kinds it
+/// declares.
 pub fn load_sets(
     system: &dyn System,
     workload: &flymc_model::Workload,
@@ -324,7 +325,7 @@ pub fn load_sets(
             flymc_model::bounded::read_text(f, flymc_model::bounded::MAX_SETS_BYTES)
                 .map_err(|e| SetsLoadError::Io(f.display().to_string(), e.into()))?,
         ),
-        None => match system.sets_file() {
+        None => match system.about().sets.as_deref() {
             Some(t) => (
                 format!("{} (built-in sets file)", system.name()),
                 t.to_string(),
@@ -332,24 +333,39 @@ pub fn load_sets(
             None => return Ok(None),
         },
     };
+    let about = system.about();
+    let node_vars = match &about.vars {
+        // Declared (every system file does): no cluster starts to learn them.
+        Some(vars) => vars.iter().cloned().collect(),
+        None => initial_vars(system, workload)?,
+    };
+    let known = Known {
+        node_vars: Some(node_vars),
+        message_kinds: about
+            .message_kinds
+            .as_ref()
+            .map(|k| k.iter().cloned().collect()),
+    };
+    Ok(Some(SetsFile::parse(&label, &text, &known)?))
+}
+
+/// The variables of the initial state of a system that does not declare them (a simulation,
+/// whose target starts in memory).
+fn initial_vars(
+    system: &dyn System,
+    workload: &flymc_model::Workload,
+) -> Result<std::collections::BTreeSet<String>, SetsLoadError> {
     let mut target = system
         .target(workload)
         .map_err(|e| SetsLoadError::Target(system.name().into(), e))?;
     let start = target.start(workload).and_then(|_| target.settle());
     let _ = target.stop();
     let initial = start.map_err(|e| SetsLoadError::Target(system.name().into(), e))?;
-    let node_vars = initial
+    Ok(initial
         .nodes
         .iter()
         .flat_map(|n| n.vars.keys().cloned())
-        .collect();
-    let known = Known {
-        node_vars: Some(node_vars),
-        message_kinds: system
-            .message_kinds()
-            .map(|k| k.into_iter().map(String::from).collect()),
-    };
-    Ok(Some(SetsFile::parse(&label, &text, &known)?))
+        .collect())
 }
 
 /// Where `system`'s workload files are: its own folder for a file-described system, else
@@ -358,7 +374,7 @@ pub fn workloads_dir(
     system: &dyn System,
     folder: Option<&Path>,
 ) -> Result<PathBuf, flymc_core::workloads::FindError> {
-    match system.workloads_dir() {
+    match system.about().workloads_dir.clone() {
         Some(d) => Ok(d),
         None => Ok(flymc_core::workloads::folder(folder)?.join(system.name())),
     }

@@ -16,7 +16,7 @@ pub trait Dependence {
     fn dependent_at(&mut self, state: &GlobalState, a: &Event, b: &Event) -> bool;
 
     /// [`Dependence::dependent_at`], and on a system whose crashes lose what was sent
-    /// (`crash_loses_sent`, [`System::crash_loses_sent`](flymc_model::System::crash_loses_sent)),
+    /// (`crash_loses_sent`, [`Feature::CrashLosesSent`](flymc_model::Feature::CrashLosesSent)),
     /// also a message from node `c` and a crash of `c`, in either order ([`crash_may_drop`]).
     /// Sleep sets judge with this: a crash asleep must wake when its node's message is
     /// delivered, or the crash between that delivery and the next is never tried.

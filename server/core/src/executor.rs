@@ -246,7 +246,7 @@ impl<'r, 'c> Running<'r, 'c> {
                 violation: None,
                 final_enabled: Vec::new(),
                 diverged_at: None,
-                crash_loses_sent: exec.system.crash_loses_sent(),
+                crash_loses_sent: exec.system.has(flymc_model::Feature::CrashLosesSent),
                 late_reports: 0,
                 logs: None,
                 timing,
@@ -789,11 +789,10 @@ mod tests {
     struct PollingSystem;
 
     impl System for PollingSystem {
-        fn name(&self) -> &'static str {
-            "polling"
-        }
-        fn description(&self) -> &'static str {
-            "test fixture"
+        fn about(&self) -> &flymc_model::About {
+            static ABOUT: std::sync::LazyLock<flymc_model::About> =
+                std::sync::LazyLock::new(|| flymc_model::About::new("polling", "test fixture"));
+            &ABOUT
         }
         fn target(&self, _: &Workload) -> Result<Box<dyn Target>, TargetError> {
             unreachable!("the test builds its target")

@@ -294,7 +294,7 @@ pub fn explore_partial(
         }
     };
     let cache = StateEventCache::new();
-    let use_cache = cfg.cache && system.states_are_complete();
+    let use_cache = cfg.cache && !system.has(flymc_model::Feature::SummaryStates);
     let work: &jobs::Work<(Box<dyn Target>, Snapshots), Task, Done> = &|job, mut task| {
         let (target, snaps) = (job.0.as_mut(), &mut job.1);
         let dep = task.dep.as_deref_mut().map(|d| d as &mut dyn Dependence);
@@ -581,11 +581,10 @@ mod tests {
     }
 
     impl System for Late {
-        fn name(&self) -> &'static str {
-            "late"
-        }
-        fn description(&self) -> &'static str {
-            "test fixture"
+        fn about(&self) -> &flymc_model::About {
+            static ABOUT: std::sync::LazyLock<flymc_model::About> =
+                std::sync::LazyLock::new(|| flymc_model::About::new("late", "test fixture"));
+            &ABOUT
         }
         fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
             Ok(Box::new(LateTarget(TinySystem.target(w)?, self.0)))
@@ -657,11 +656,10 @@ mod tests {
     }
 
     impl System for Breaks {
-        fn name(&self) -> &'static str {
-            "breaks"
-        }
-        fn description(&self) -> &'static str {
-            "test fixture"
+        fn about(&self) -> &flymc_model::About {
+            static ABOUT: std::sync::LazyLock<flymc_model::About> =
+                std::sync::LazyLock::new(|| flymc_model::About::new("breaks", "test fixture"));
+            &ABOUT
         }
         fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
             Ok(Box::new(BreaksTarget(TinySystem.target(w)?, 0)))
@@ -748,11 +746,10 @@ mod tests {
     }
 
     impl System for Lies {
-        fn name(&self) -> &'static str {
-            "lies"
-        }
-        fn description(&self) -> &'static str {
-            "test fixture"
+        fn about(&self) -> &flymc_model::About {
+            static ABOUT: std::sync::LazyLock<flymc_model::About> =
+                std::sync::LazyLock::new(|| flymc_model::About::new("lies", "test fixture"));
+            &ABOUT
         }
         fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
             Ok(Box::new(LyingTarget {

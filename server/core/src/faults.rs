@@ -2,7 +2,7 @@
 //! (the workload's `[faults] when`, and the run's [`CrashPoints`]). A node down at the start is
 //! crashed without a crash spent: its first reboot is its first start.
 
-use flymc_model::guard::Condition;
+use flymc_lang::Condition;
 use flymc_model::{Event, EventId, GlobalState, NodeId, VectorClock, Workload};
 
 use crate::clocks::Clocks;
@@ -31,7 +31,7 @@ pub enum CrashPoints {
 impl CrashPoints {
     /// After writes for a system whose nodes report them, everywhere for the rest.
     pub fn for_system(system: &dyn flymc_model::System) -> Self {
-        if system.reports_writes() {
+        if system.has(flymc_model::Feature::ReportsWrites) {
             CrashPoints::AfterWrites
         } else {
             CrashPoints::Everywhere
@@ -74,7 +74,7 @@ impl Faults {
 
     /// Crash and reboot candidates allowed by the budgets in `state`, appended to `enabled`.
     pub fn add_candidates(&self, enabled: &mut Vec<Enabled>, clocks: &Clocks, state: &GlobalState) {
-        if self.when.as_ref().is_some_and(|c| !c.holds(state)) {
+        if self.when.as_ref().is_some_and(|c| !c.holds(&state.nodes)) {
             return;
         }
         let at_rest =

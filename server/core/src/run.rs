@@ -96,7 +96,7 @@ pub struct Run {
     pub final_enabled: Vec<Enabled>,
     /// First step at which a non-strict plan's prefix could not be followed.
     pub diverged_at: Option<usize>,
-    /// The system's [`System::crash_loses_sent`], for judging races in this run.
+    /// Whether the system has [`flymc_model::Feature::CrashLosesSent`], for judging races in this run.
     pub crash_loses_sent: bool,
     /// [`Target::late_reports`] of this run.
     #[serde(default)]

@@ -14,7 +14,8 @@ use crate::dependence::Dependence;
 use crate::plan::Plan;
 use crate::run::Run;
 
-/// Counters a strategy reports in the run summary and in benchmarks.
+/// Counters a strategy reports in the run summary and in benchmarks: those every search has,
+/// and [`Note`]s for what only one strategy keeps.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct StrategyStats {
     /// To-explore paths created.
@@ -23,35 +24,44 @@ pub struct StrategyStats {
     pub pruned: Vec<(String, u64)>,
     /// To-explore paths moved to the low-priority queue.
     pub deprioritized: u64,
-    /// Distinct fault states reached (`faults`), 0 for strategies that keep none.
-    pub fault_states: u64,
-    /// The probabilistic guarantee of a `pct` run, from its measured chains and events.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pct: Option<PctBound>,
-    /// Coarse abstract states reached (`novelty`: ranks of what survives a crash, roles, up or
-    /// down, under symmetry), 0 for strategies that keep none.
+    /// States the strategy tells apart in its own coarse abstraction (`novelty`'s and
+    /// `faults`' abstract states), 0 for strategies that keep none: the coverage curve.
     pub abstract_states: u64,
-    /// A portfolio's members and the paths each ran.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub shares: Vec<(String, u64)>,
+    /// What only this strategy counts, as it wants it shown.
+    pub notes: Vec<Note>,
 }
 
-/// PCTCP's lower bound on hitting a bug of depth `depth` (Ozkan et al., OOPSLA'18): at least
-/// `per_run = 1 / (chains * events^(depth-1))` in each run.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct PctBound {
-    pub depth: u32,
-    /// The most causal chains a run had.
-    pub chains: usize,
-    /// The most events a run had (k).
-    pub events: usize,
-    pub per_run: f64,
+/// A statistic only one strategy keeps (a `faults` run's fault states, a `pct` run's
+/// guarantee, a portfolio's shares): the strategy writes how the run summary shows it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Note {
+    /// Its key in the JSON summary.
+    pub key: String,
+    /// Its value there.
+    pub value: serde_json::Value,
+    /// What the text summary says.
+    pub text: String,
+    /// A line of its own, rather than a clause of the summary line (`, 12 fault states`).
+    pub own_line: bool,
 }
 
-impl PctBound {
-    /// The chance that `runs` independent runs hit such a bug at least once, at least.
-    pub fn over(&self, runs: u64) -> f64 {
-        1.0 - (1.0 - self.per_run).powf(runs as f64)
+impl Note {
+    /// `, TEXT` in the summary line.
+    pub fn clause(key: &str, value: impl Into<serde_json::Value>, text: String) -> Note {
+        Note {
+            key: key.into(),
+            value: value.into(),
+            text,
+            own_line: false,
+        }
+    }
+
+    /// A line of its own.
+    pub fn line(key: &str, value: impl Into<serde_json::Value>, text: String) -> Note {
+        Note {
+            own_line: true,
+            ..Note::clause(key, value, text)
+        }
     }
 }
 

@@ -87,11 +87,10 @@ impl Protocol for Tiny {
 pub struct TinySystem;
 
 impl System for TinySystem {
-    fn name(&self) -> &'static str {
-        "tiny"
-    }
-    fn description(&self) -> &'static str {
-        "test fixture"
+    fn about(&self) -> &flymc_model::About {
+        static ABOUT: std::sync::LazyLock<flymc_model::About> =
+            std::sync::LazyLock::new(|| flymc_model::About::new("tiny", "test fixture"));
+        &ABOUT
     }
     fn target(&self, _w: &Workload) -> Result<Box<dyn Target>, TargetError> {
         Ok(Box::new(SimTarget::new(Tiny)))

@@ -35,13 +35,11 @@ pub enum FindError {
     Workload(#[from] WorkloadError),
 }
 
-/// The workloads folder: explicit, else `$FLYMC_WORKLOADS`, else `workloads/` in the current
-/// directory or an ancestor, else next to the executable's checkout, else the source tree.
+/// The workloads folder: explicit (the CLI's `--workloads`, or its `$FLYMC_WORKLOADS`), else
+/// `workloads/` in the current directory or an ancestor, else next to the executable's
+/// checkout, else the source tree.
 pub fn folder(explicit: Option<&Path>) -> Result<PathBuf, FindError> {
     if let Some(p) = explicit {
-        return Ok(p.into());
-    }
-    if let Some(p) = std::env::var_os("FLYMC_WORKLOADS") {
         return Ok(p.into());
     }
     let mut starts: Vec<PathBuf> = Vec::new();

@@ -10,7 +10,7 @@
 //!   covers. An allow pattern is a regular expression searched (anywhere, unless anchored with
 //!   `^`/`$`) in the record's text `TYPE: MESSAGE in WHERE` (`TYPE in WHERE` when the message
 //!   is null), e.g. `^java\.io\.EOFException`, `SocketException: .* in .*Follower\.followLeader$`.
-//!   The allow list is the system's ([`System::allowed_exceptions`]: what it treats as normal)
+//!   The allow list is the system's ([`About::allowed_exceptions`](crate::About::allowed_exceptions): what it treats as normal)
 //!   plus the workload's `[exceptions] allow = [...]`; `system = false` there drops the
 //!   system's part.
 //! - `no-error-log` fires on the first state where a node has a `logged` line. The patterns are
@@ -178,7 +178,7 @@ pub fn allow_list(system: &dyn System, workload: &Workload) -> Vec<Regex> {
     let rules = workload.exception_rules();
     let mut out = Vec::new();
     if rules.system {
-        for p in system.allowed_exceptions() {
+        for p in &system.about().allowed_exceptions {
             match Regex::new(p) {
                 Ok(r) => out.push(r),
                 Err(e) => eprintln!("flymc: {}: allowed exception `{p}`: {e}", system.name()),

@@ -9,8 +9,6 @@ pub mod bounded;
 pub mod escape;
 pub mod event;
 pub mod exceptions;
-pub mod guard;
-pub mod history;
 pub mod property;
 pub mod sets;
 pub mod sim;
@@ -21,11 +19,14 @@ pub mod target;
 pub mod vclock;
 pub mod workload;
 
+// The property language is its own crate; the analyzer still names it by its old place.
+pub use flymc_lang as guard;
+
 pub use event::{Event, EventId, EventKind, NodeId};
 pub use property::{Property, PropertyKind, Violation};
 pub use state::{GlobalState, NodeView, PendingView};
 pub use symmetry::Symmetry;
-pub use system::System;
+pub use system::{About, Feature, System};
 pub use target::{Target, TargetError};
 pub use vclock::VectorClock;
 pub use workload::{Workload, WorkloadError};

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::guard::{self, Expr, Scope};
+use flymc_lang::{self as guard, Expr, Scope};
 
 pub const FORMAT: &str = "flymc-sets";
 pub const VERSION: u64 = 1;

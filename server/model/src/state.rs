@@ -15,6 +15,16 @@ pub struct NodeView {
     pub vars: Map<String, Value>,
 }
 
+/// What the property language reads of a node.
+impl flymc_lang::Node for NodeView {
+    fn alive(&self) -> bool {
+        self.alive
+    }
+    fn vars(&self) -> &Map<String, Value> {
+        &self.vars
+    }
+}
+
 /// A message (or timer, client request) in flight, without its identity: two states that differ
 /// only in how their pending events were produced are the same state.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -29,7 +29,7 @@
 //! is spent on putting it down). With `reboots = 0` it stays down for the whole run.
 //!
 //! `when` is a [`Condition`] over the global state's nodes, in the language of sets-file
-//! guards ([`crate::guard`]): `n2.state` is node 2's variable, `any(...)`/`all(...)` range `n.`
+//! guards ([`flymc_lang`]): `n2.state` is node 2's variable, `any(...)`/`all(...)` range `n.`
 //! over every node, `alive` is whether a node is up, and a down node's other variables are
 //! `null`. Crashes *and* reboots are offered only in states where it holds (a condition that
 //! a crash can make false may keep the crashed node down). Errors are reported with the
@@ -45,7 +45,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::event::NodeId;
-use crate::guard::Condition;
+use flymc_lang::{Check, Condition};
 
 pub const WORKLOAD_VERSION: i64 = 1;
 /// The largest workload file flymc reads: real ones are a few hundred bytes, and a path file
@@ -689,7 +689,7 @@ pub struct ConditionProperty {
     /// What the condition's history built-ins remember of the run so far (a property is
     /// fresh per run).
     #[serde(skip)]
-    memory: crate::guard::Memory,
+    memory: flymc_lang::Memory,
 }
 
 impl ConditionProperty {
@@ -708,20 +708,6 @@ impl PartialEq for ConditionProperty {
     fn eq(&self, other: &ConditionProperty) -> bool {
         (&self.name, self.kind, &self.check) == (&other.name, other.kind, &other.check)
     }
-}
-
-/// What a workload property checks.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Check {
-    /// A property condition ([`Condition::parse_property`]: history built-ins allowed).
-    Condition(#[serde(deserialize_with = "property_condition")] Condition),
-    /// The program and its arguments (the program resolved against the workload's folder).
-    Command(Vec<String>),
-}
-
-fn property_condition<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Condition, D::Error> {
-    let text = String::deserialize(d)?;
-    Condition::parse_property(&text).map_err(|e| serde::de::Error::custom(format!("`{text}`: {e}")))
 }
 
 /// A checker command: its program must exist (a relative path is the workload folder's).
@@ -754,50 +740,6 @@ fn checker(path: &Path, argv: &[String], what: &str) -> Result<Vec<String>, Work
     Ok(argv)
 }
 
-/// Run a checker on `state`: JSON on stdin; exit 0 holds.
-fn run_checker(argv: &[String], state: &crate::GlobalState) -> Result<(), String> {
-    use std::io::Write;
-    let mut child = std::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("the checker {} could not run: {e}", argv[0]))?;
-    let json = serde_json::to_vec(state).unwrap_or_default();
-    if let Some(mut stdin) = child.stdin.take() {
-        // A checker that exits without reading all of it still answers by its exit code.
-        let _ = stdin.write_all(&json);
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("the checker {} failed: {e}", argv[0]))?;
-    if out.status.success() {
-        return Ok(());
-    }
-    let said = String::from_utf8_lossy(&out.stdout);
-    let line = said
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    let err = String::from_utf8_lossy(&out.stderr);
-    let why = err
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .map(|l| format!(": {}", l.trim()))
-        .unwrap_or_default();
-    Err(if line.is_empty() {
-        format!(
-            "the checker {} says it does not hold ({}){why}",
-            argv[0], out.status
-        )
-    } else {
-        line.to_string()
-    })
-}
-
 impl crate::Property for ConditionProperty {
     fn name(&self) -> &str {
         &self.name
@@ -806,9 +748,6 @@ impl crate::Property for ConditionProperty {
         self.kind
     }
     fn check(&mut self, state: &crate::GlobalState) -> Result<(), String> {
-        match &self.check {
-            Check::Condition(c) => c.check(state, &mut self.memory),
-            Check::Command(argv) => run_checker(argv, state),
-        }
+        self.check.check(&state.nodes, state, &mut self.memory)
     }
 }

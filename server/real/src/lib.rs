@@ -10,6 +10,7 @@
 pub mod cluster;
 pub mod eventserver;
 mod logscan;
+pub mod settings;
 pub mod snapshot;
 pub mod system_file;
 mod target;

@@ -57,7 +57,8 @@ pub struct RealConfig {
     /// Client requests of the workload, pending from the start of every run.
     pub clients: Vec<ClientRequest>,
     /// How long a node may take to settle (start up, or process an enabled event) before it
-    /// is reported as a hang. Default 10 s, or `FLYMC_SETTLE_TIMEOUT_MS`.
+    /// is reported as a hang. Default the settings' (`FLYMC_SETTLE_TIMEOUT_MS` for the CLI), else
+    /// 10 s.
     pub settle_timeout: Duration,
     /// Where the event server listens (default 127.0.0.1 on a free port).
     pub bind: SocketAddr,
@@ -81,15 +82,13 @@ impl RealConfig {
         system: &str,
         command: impl Fn(&Launch) -> NodeCommand + Send + Sync + 'static,
     ) -> RealConfig {
-        let settle_ms = std::env::var("FLYMC_SETTLE_TIMEOUT_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(10_000);
         RealConfig {
             system: system.into(),
             command: Arc::new(command),
             clients: Vec::new(),
-            settle_timeout: Duration::from_millis(settle_ms),
+            settle_timeout: crate::settings::settings()
+                .settle_timeout
+                .unwrap_or(crate::settings::SETTLE_TIMEOUT),
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             notices: false,
             crash_loses_outbound: false,

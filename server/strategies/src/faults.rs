@@ -8,7 +8,7 @@
 //! (CrashTuner, FCatch) but exhaustively over the workload's fault budget.
 //!
 //! A fault is tried at a step only if it has not been tried in that step's *fault state*: each
-//! node's fault-relevant variables ([`System::fault_vars`]: what survives a crash and the roles;
+//! node's fault-relevant variables ([`About::fault_vars`]: what survives a crash and the roles;
 //! all variables when the system names none), what its crash-point writes put on disk
 //! ([`crate::disk`]), whether it is up, and the budgets spent. In-flight
 //! messages and volatile variables are left out on purpose: that keeps the number of placements
@@ -24,7 +24,7 @@
 //! there are far fewer of them than steps: ZOOKEEPER-4643's seven faults lie ~10^5 placements
 //! deep breadth-first, and each of them strikes at a moment first seen on its way.
 //!
-//! [`System::fault_vars`]: flymc_model::System::fault_vars
+//! [`About::fault_vars`]: flymc_model::About::fault_vars
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
@@ -37,6 +37,7 @@ use super::novelty::Novelty;
 use super::{Strategy, StrategyStats};
 use flymc_core::plan::Plan;
 use flymc_core::run::Run;
+use flymc_core::strategy::Note;
 
 pub struct Faults {
     vars: Option<Vec<String>>,
@@ -61,9 +62,9 @@ pub struct Faults {
 }
 
 impl Faults {
-    pub fn new(vars: Option<&[&str]>) -> Self {
+    pub fn new(vars: Option<Vec<String>>) -> Self {
         Faults {
-            vars: vars.map(|v| v.iter().map(|s| s.to_string()).collect()),
+            vars,
             levels: BTreeMap::new(),
             fresh: BTreeMap::new(),
             novelty: None,
@@ -218,14 +219,19 @@ impl Strategy for Faults {
     }
 
     fn stats(&self) -> StrategyStats {
+        let states = self.states.len() as u64;
         StrategyStats {
             generated: self.generated,
             pruned: vec![(
                 "fault already tried in that fault state".into(),
                 self.pruned,
             )],
-            fault_states: self.states.len() as u64,
             abstract_states: self.novelty.as_ref().map_or(0, |n| n.covered() as u64),
+            notes: vec![Note::clause(
+                "fault_states",
+                states,
+                format!("{states} fault states"),
+            )],
             ..Default::default()
         }
     }

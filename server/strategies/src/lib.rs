@@ -34,14 +34,15 @@ pub struct StrategyContext<'a> {
     /// Depth bound for the bounded strategies (`bdpor`, `brdpor`).
     pub bound: usize,
     /// `dfs` over the tree of interleavings (the paper's naive baseline) instead of over states;
-    /// forced on for systems whose reported node states are partial (`states_are_complete`).
+    /// forced on for systems whose reported node states are summaries
+    /// ([`flymc_model::Feature::SummaryStates`]).
     pub stateless_dfs: bool,
     /// The system's sets file, for `samc` and `flymc`.
     pub sets: Option<SetsFile>,
     /// Which FlyMC algorithms are on.
     pub flymc: FlymcOptions,
-    /// The system's [`flymc_model::System::fault_vars`], for `faults`.
-    pub fault_vars: Option<&'static [&'static str]>,
+    /// The system's fault variables ([`flymc_model::About::fault_vars`]), for `faults`.
+    pub fault_vars: Option<Vec<String>>,
     /// `faults` and `flymc` tell states apart by what each node's crash-point writes put on
     /// disk, not only by the variables nodes report (`--no-disk-state` turns it off).
     pub disk_state: bool,
@@ -62,10 +63,10 @@ impl<'a> StrategyContext<'a> {
             symmetry: system.symmetry(workload),
             seed: 0,
             bound: 25,
-            stateless_dfs: !system.states_are_complete(),
+            stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
             sets: None,
             flymc: FlymcOptions::default(),
-            fault_vars: system.fault_vars(),
+            fault_vars: system.about().fault_vars.clone(),
             disk_state: true,
             pct_depth: 3,
         }
@@ -240,9 +241,9 @@ impl StrategyKind {
                 flymc::Flymc::new(sets()?, symmetry(), ctx.flymc).disk_state(ctx.disk_state),
             ),
             K::Faults => Box::new(
-                faults::Faults::new(ctx.fault_vars)
+                faults::Faults::new(ctx.fault_vars.clone())
                     .disk_state(ctx.disk_state)
-                    .novelty(Novelty::new(ctx.fault_vars, symmetry()).marking_initial()),
+                    .novelty(Novelty::new(ctx.fault_vars.clone(), symmetry()).marking_initial()),
             ),
         })
     }

@@ -2,7 +2,7 @@
 //! state-novelty feedback of Mallory, CCS'23, and ModelFuzz, OOPSLA'25).
 //!
 //! The abstract state is coarse on purpose, so that "new" means new in kind: per node, whether
-//! it is up, and each variable that survives a crash ([`flymc_model::System::fault_vars`]; all
+//! it is up, and each variable that survives a crash ([`flymc_model::About::fault_vars`]; all
 //! of them when the system names none) replaced by its *rank* among the nodes: which epoch is
 //! ahead, which zxid is behind, which are equal, not their values (a list by its length); other
 //! values (roles) as they are; then under the system's symmetry. In-flight messages are left out.
@@ -35,9 +35,9 @@ pub struct Novelty {
 }
 
 impl Novelty {
-    pub fn new(vars: Option<&[&str]>, sym: Symmetry) -> Novelty {
+    pub fn new(vars: Option<Vec<String>>, sym: Symmetry) -> Novelty {
         Novelty {
-            vars: vars.map(|v| v.iter().map(|s| s.to_string()).collect()),
+            vars,
             sym,
             seen: HashSet::new(),
             initial: false,
@@ -159,7 +159,7 @@ impl NoveltySearch {
     pub fn new(ctx: &StrategyContext) -> NoveltySearch {
         NoveltySearch {
             rng: ChaCha8Rng::seed_from_u64(ctx.seed ^ 0x6e6f_7665_6c74_7900),
-            novelty: Novelty::new(ctx.fault_vars, ctx.symmetry.clone()),
+            novelty: Novelty::new(ctx.fault_vars.clone(), ctx.symmetry.clone()),
             corpus: vec![Vec::new()],
             next: None,
             depth: ctx.pct_depth.max(1),
@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn only_ranks_roles_and_up_or_down_matter_under_symmetry() {
-        let n = Novelty::new(Some(&["epoch", "role"]), Symmetry::all(3));
+        let n = Novelty::new(Some(vec!["epoch".into(), "role".into()]), Symmetry::all(3));
         let a = state(&[
             (true, json!({"epoch": 3, "role": "LEADING", "x": 1})),
             (true, json!({"epoch": 1, "role": "FOLLOWING"})),
@@ -285,7 +285,7 @@ mod tests {
             (true, json!({"txnlog": 2})),
             (true, json!({"txnlog": 2})),
         ]);
-        let ranks = Novelty::new(Some(&["txnlog"]), Symmetry::none());
+        let ranks = Novelty::new(Some(vec!["txnlog".into()]), Symmetry::none());
         assert_eq!(ranks.abstract_state(&none), ranks.abstract_state(&one));
         let marked = ranks.marking_initial();
         assert_ne!(marked.abstract_state(&none), marked.abstract_state(&one));

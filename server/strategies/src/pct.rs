@@ -11,7 +11,8 @@ use flymc_core::order::pct::{per_run_bound, Chains};
 use flymc_core::order::PctParams;
 use flymc_core::plan::{Plan, Tail};
 use flymc_core::run::Run;
-use flymc_core::strategy::{PctBound, StrategyStats};
+use flymc_core::strategy::{Note, StrategyStats};
+use serde::Serialize;
 
 pub struct Pct {
     rng: ChaCha8Rng,
@@ -78,15 +79,56 @@ impl Strategy for Pct {
         0
     }
 
+    /// The guarantee its measured chains and events give, per path and over its paths.
     fn stats(&self) -> StrategyStats {
-        StrategyStats {
-            pct: (self.runs > 0).then(|| PctBound {
+        let mut stats = StrategyStats::default();
+        if self.runs > 0 {
+            let b = PctBound {
                 depth: self.depth,
                 chains: self.chains,
                 events: self.k,
                 per_run: per_run_bound(self.chains, self.k, self.depth),
-            }),
-            ..Default::default()
+            };
+            stats.notes.push(b.note(self.runs));
         }
+        stats
+    }
+}
+
+/// PCTCP's lower bound on hitting a bug of depth `depth` (Ozkan et al., OOPSLA'18): at least
+/// `per_run = 1 / (chains * events^(depth-1))` in each run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PctBound {
+    pub depth: u32,
+    /// The most causal chains a run had.
+    pub chains: usize,
+    /// The most events a run had (k).
+    pub events: usize,
+    pub per_run: f64,
+}
+
+impl PctBound {
+    /// The chance that `runs` independent runs hit such a bug at least once, at least.
+    pub fn over(&self, runs: u64) -> f64 {
+        1.0 - (1.0 - self.per_run).powf(runs as f64)
+    }
+
+    /// The summary's line and the JSON summary's `pct`, over `runs` paths.
+    fn note(&self, runs: u64) -> Note {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        value["over_run"] = self.over(runs).into();
+        Note::line(
+            "pct",
+            value,
+            format!(
+                "pct guarantee: a bug of depth {} is hit with probability >= 1/({} chains x {} events^{}) = {:.3e} per path, so >= {:.3e} over these {runs} paths",
+                self.depth,
+                self.chains,
+                self.events,
+                self.depth.saturating_sub(1),
+                self.per_run,
+                self.over(runs),
+            ),
+        )
     }
 }

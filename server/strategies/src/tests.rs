@@ -448,11 +448,10 @@ impl FailsAtTarget {
 }
 
 impl flymc_model::System for FailsAt {
-    fn name(&self) -> &'static str {
-        "tiny"
-    }
-    fn description(&self) -> &'static str {
-        "test fixture"
+    fn about(&self) -> &flymc_model::About {
+        static ABOUT: std::sync::LazyLock<flymc_model::About> =
+            std::sync::LazyLock::new(|| flymc_model::About::new("tiny", "test fixture"));
+        &ABOUT
     }
     fn target(
         &self,
@@ -624,14 +623,16 @@ fn pct_is_seeded_spreads_its_faults_over_the_run_and_states_its_bound() {
     let steps: std::collections::BTreeSet<usize> = at.iter().map(|&(s, _)| s).collect();
     assert!(steps.len() >= 4, "crash steps {steps:?}");
     assert!(at.iter().any(|&(s, n)| 2 * s < n), "an early crash: {at:?}");
-    let b = stats.pct.expect("pct states its bound");
+    let note = stats.notes.iter().find(|n| n.key == "pct");
+    let b = &note.expect("pct states its bound").value;
     let longest = a.iter().map(|r| r.steps.len()).max().unwrap();
-    assert_eq!((b.depth, b.events), (2, longest));
-    assert!(
-        b.chains >= 5,
-        "five client requests start five chains: {b:?}"
+    assert_eq!(
+        (b["depth"].as_u64(), b["events"].as_u64()),
+        (Some(2), Some(longest as u64))
     );
-    assert_eq!(b.per_run, 1.0 / (b.chains * b.events) as f64);
+    let (chains, events) = (b["chains"].as_u64().unwrap(), b["events"].as_u64().unwrap());
+    assert!(chains >= 5, "five client requests start five chains: {b:?}");
+    assert_eq!(b["per_run"].as_f64(), Some(1.0 / (chains * events) as f64));
 }
 
 #[test]
@@ -650,7 +651,9 @@ fn a_portfolio_takes_turns_and_exhausts_when_its_systematic_member_does() {
         "flymc exhausts, so does the portfolio"
     );
     assert!(alone.paths >= 2, "{}", alone.paths);
-    let shares = &both.stats.shares;
+    let note = both.stats.notes.iter().find(|n| n.key == "portfolio");
+    let shares: Vec<(String, u64)> =
+        serde_json::from_value(note.expect("a portfolio states its shares").value.clone()).unwrap();
     assert_eq!(shares[0], ("flymc".to_string(), alone.paths), "{shares:?}");
     assert_eq!(
         (shares[1].0.as_str(), shares[2].0.as_str()),

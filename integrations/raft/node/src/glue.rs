@@ -1,7 +1,8 @@
 //! What both Raft node programs share: the RPC bridge over flymc's hook, the election timer
 //! and the crash and reboot notices as flymc events, client writes, the state every node
 //! reports, and the idle detection that tells when an enabled event's processing is over.
-//! (Timer rules and state variables: see the `flymc-raft` crate's documentation.)
+//! (Timer rules and state variables: see the `flymc-raft` crate's documentation; the types
+//! both sides share are `flymc-raft-view`'s.)
 //!
 //! Idle detection: a Raft library works in background tasks (its core loop, replication
 //! streams, the state machine worker), so "the handler returned" is not "the event is
@@ -50,7 +51,7 @@ fn args(program: &str) -> Result<Args, String> {
             // The workload's [params] as JSON, as a system file passes them (`{params}`).
             "--params" => {
                 let json = value.ok_or(format!("{program}: --params needs JSON"))?;
-                let p: flymc_raft::Params =
+                let p: flymc_raft_view::Params =
                     serde_json::from_str(&json).map_err(|e| format!("{program}: --params: {e}"))?;
                 let nodes: usize = std::env::var("FLYMC_NODES")
                     .ok()
@@ -191,7 +192,7 @@ impl Rpc {
 }
 
 // What a node reports is what flymc's Raft properties read: one definition for both sides.
-pub use flymc_raft::{Entry, NodeView as Observed, Role};
+pub use flymc_raft_view::{Entry, NodeView as Observed, Role};
 
 /// Serve one RPC: decode the request the hook delivered, run it on the library, encode the
 /// reply (shared by every library's `request`).

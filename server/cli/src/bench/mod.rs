@@ -189,10 +189,10 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         symmetry: system.symmetry(&job.workload),
         seed: job.seed,
         bound: cfg.bound,
-        stateless_dfs: !system.states_are_complete(),
+        stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
         sets,
         flymc: job.flymc,
-        fault_vars: system.fault_vars(),
+        fault_vars: system.about().fault_vars.clone(),
         disk_state: true,
         pct_depth: 3,
     };

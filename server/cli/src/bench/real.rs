@@ -181,10 +181,10 @@ fn explore_variant(
         symmetry: system.symmetry(&w),
         seed: 0,
         bound: 25,
-        stateless_dfs: !system.states_are_complete(),
+        stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
         sets: systems::load_sets(system.as_ref(), &w, None)?,
         flymc: FlymcOptions::default(),
-        fault_vars: system.fault_vars(),
+        fault_vars: system.about().fault_vars.clone(),
         disk_state: true,
         pct_depth: 3,
     };
@@ -192,7 +192,7 @@ fn explore_variant(
     let cfg = ExploreConfig {
         max_paths: Some(paths),
         jobs: v.jobs,
-        snapshots: system.snapshots(),
+        snapshots: system.has(flymc_model::Feature::Snapshots),
         snapshots_always: v.always,
         interrupted: Some(flymc_real::cluster::interrupted),
         crash_points: CrashPoints::for_system(system.as_ref()),

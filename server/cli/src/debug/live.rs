@@ -9,7 +9,7 @@
 //! diffed against. A step from which no walk reaches the property is likely dead: the
 //! critical transition lies before it.
 //!
-//! Path files do not hold the critical transition yet (issue 19, deliverable 2). Once they
+//! Path files do not hold the critical transition yet. Once they
 //! do, the search should start from the critical transition's state when asked at a later
 //! step, which is MaceMC's definition of the nearest live path.
 

@@ -1,5 +1,5 @@
-//! `flymc debug PATH`: an interactive debugger over a path (MaceMC's Mdb; issue 19,
-//! deliverable 6), re-executing it on the real or simulated target. docs/DEBUG.md is the
+//! `flymc debug PATH`: an interactive debugger over a path (MaceMC's Mdb), re-executing it on
+//! the real or simulated target. docs/DEBUG.md is the
 //! user's guide.
 //!
 //! [`command`] reads a line into a command, [`session`] knows where in the path the user is

@@ -97,7 +97,7 @@ impl Explored {
         let cfg = ExploreConfig {
             max_paths: unit.max_paths,
             keep_going: true,
-            snapshots: unit.system.snapshots(),
+            snapshots: unit.system.has(flymc_model::Feature::Snapshots),
             deadline: unit.deadline,
             interrupted: Some(flymc_real::cluster::interrupted),
             crash_points: flymc_core::CrashPoints::for_system(unit.system),
@@ -111,7 +111,7 @@ impl Explored {
         let findings = out.join("findings");
         self.novelty.get_or_insert_with(|| {
             Novelty::new(
-                unit.system.fault_vars(),
+                unit.system.about().fault_vars.clone(),
                 unit.system.symmetry(unit.workload),
             )
         });

@@ -1,5 +1,5 @@
 //! Where a property is defined: the source line a finding points at in SARIF and JUnit, found
-//! in the files a system names ([`flymc_model::System::sources`]).
+//! in the files a system names ([`flymc_model::About::sources`]).
 
 use std::path::Path;
 
@@ -22,9 +22,11 @@ pub fn property_location(
 ) -> Option<SourceLocation> {
     let literal = format!("\"{property}\"");
     system
-        .sources()
+        .about()
+        .sources
         .iter()
-        .chain(GENERIC_SOURCES)
+        .map(String::as_str)
+        .chain(GENERIC_SOURCES.iter().copied())
         .find_map(|file| {
             let text = std::fs::read_to_string(root.join(file)).ok()?;
             let lines: Vec<&str> = text.lines().collect();
@@ -113,7 +115,11 @@ mod tests {
     fn every_property_of_every_system_is_located() {
         let folder = checkout().join("workloads");
         for sys in systems::all() {
-            assert!(!sys.sources().is_empty(), "{} names no sources", sys.name());
+            assert!(
+                !sys.about().sources.is_empty(),
+                "{} names no sources",
+                sys.name()
+            );
             for w in flymc_core::workloads::all(&folder, sys.name()).unwrap() {
                 for p in flymc_model::exceptions::run_properties(sys.as_ref(), &w) {
                     let name = p.name();
@@ -121,7 +127,7 @@ mod tests {
                         property_location(sys.as_ref(), name, &checkout()).is_some(),
                         "{} / {name} not found in {:?}",
                         sys.name(),
-                        sys.sources()
+                        sys.about().sources
                     );
                 }
             }

@@ -1,4 +1,4 @@
-//! `flymc shrink PATH`: delta debugging over a violating path (issue 19, deliverable 4).
+//! `flymc shrink PATH`: delta debugging over a violating path.
 //!
 //! Re-executes simpler variants of the path on its target (real or simulated) and keeps the
 //! simplest run that still violates the same property ([`procedure`]); writes that run, which

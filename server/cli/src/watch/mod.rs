@@ -95,7 +95,7 @@ pub fn run(args: &WatchArgs, folder: Option<&Path>) -> Result<u8> {
     let system = systems::find(&args.system)?;
     let dir = systems::workloads_dir(system.as_ref(), folder)?;
     let mut workload = workloads::load_in(&dir, system.name(), &args.workload)?;
-    workload.system_file = system.file();
+    workload.system_file = system.about().file.clone();
     workloads::check_expect(system.as_ref(), &workload)?;
     let bounds = Bounds {
         depth: args.depth,

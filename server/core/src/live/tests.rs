@@ -73,11 +73,10 @@ impl Protocol for Race {
 struct RaceSystem;
 
 impl System for RaceSystem {
-    fn name(&self) -> &'static str {
-        "race"
-    }
-    fn description(&self) -> &'static str {
-        "test fixture"
+    fn about(&self) -> &flymc_model::About {
+        static ABOUT: std::sync::LazyLock<flymc_model::About> =
+            std::sync::LazyLock::new(|| flymc_model::About::new("race", "test fixture"));
+        &ABOUT
     }
     fn target(&self, _: &Workload) -> Result<Box<dyn Target>, TargetError> {
         Ok(Box::new(SimTarget::new(Race)))

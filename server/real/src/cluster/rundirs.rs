@@ -60,10 +60,10 @@ fn euid() -> u32 {
 }
 
 impl Root {
-    /// `$FLYMC_RUN_ROOT`, else `flymc-<uid>` in `base`.
+    /// The settings' run root (`$FLYMC_RUN_ROOT` for the CLI), else `flymc-<uid>` in `base`.
     pub fn under(base: &Path) -> Root {
-        match std::env::var_os(ROOT_ENV).filter(|v| !v.is_empty()) {
-            Some(p) => Root::named(PathBuf::from(p)),
+        match &crate::settings::settings().run_root {
+            Some(p) => Root::named(p.clone()),
             None => Root {
                 path: base.join(format!("flymc-{}", euid())),
                 ours: true,

@@ -1,7 +1,7 @@
 //! CRIU's cache of the kernel's features, where CRIU will not keep it itself.
 //!
-//! Every CRIU run first probes what the kernel can do (~40 ms of each dump and restore here,
-//! measured in CRIU's own log) unless it finds the answers in `/run/criu.kdat`. CRIU writes that
+//! Every CRIU run first probes what the kernel can do (a good part of each dump and restore:
+//! docs/BENCHMARKS.md) unless it finds the answers in `/run/criu.kdat`. CRIU writes that
 //! file only when `/run` is a tmpfs, which a reboot clears, so the answers are never those of
 //! another kernel; on machines whose `/run` is an ordinary file system (this one's) it probes
 //! every time. CRIU reads the file wherever it lies, so flymc has CRIU write it into a tmpfs

@@ -38,10 +38,11 @@ pub enum SnapshotError {
     TooBig { size: u64, cap: u64 },
 }
 
-/// Where flymc keeps what `flymc setup` builds: `$FLYMC_CACHE`, else `~/.cache/flymc`.
+/// Where flymc keeps what `flymc setup` builds: the settings' cache (`$FLYMC_CACHE` for the
+/// CLI), else `~/.cache/flymc`.
 pub fn cache_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("FLYMC_CACHE") {
-        return PathBuf::from(d);
+    if let Some(d) = &crate::settings::settings().cache {
+        return d.clone();
     }
     let home = std::env::var_os("HOME")
         .map(PathBuf::from)

@@ -69,8 +69,8 @@ impl SnapshotStore {
     }
 
     /// `$TMPDIR` when the user set it, else `/dev/shm` when it is there (a memory file system:
-    /// dumps of JVMs write tens of MiB each, and measured 1.7x faster there than on the disk
-    /// behind /tmp), else the system's temporary directory.
+    /// dumps of JVMs write tens of MiB each, faster there than to the disk behind /tmp), else
+    /// the system's temporary directory.
     pub fn default_base() -> PathBuf {
         let shm = Path::new("/dev/shm");
         if std::env::var_os("TMPDIR").is_none() && shm.is_dir() {

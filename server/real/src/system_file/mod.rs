@@ -8,17 +8,18 @@
 //! report, a program that is not there.
 
 mod schema;
+mod sections;
 mod system;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use flymc_model::bounded::{read_text, MAX_CONFIG_BYTES, MAX_SETS_BYTES};
-use flymc_model::guard::Condition;
-use flymc_model::workload::line_col;
-use flymc_model::workload::{ConditionProperty, Given};
+use flymc_model::bounded::{read_text, MAX_CONFIG_BYTES};
+use flymc_model::workload::ConditionProperty;
 use serde_json::{Map, Value};
 use toml::Spanned;
+
+use sections::Reader;
 
 pub use schema::VERSION;
 pub use system::FileSystem;
@@ -151,286 +152,27 @@ impl SystemFile {
         text: &str,
         embedded: &[(&str, &str)],
     ) -> Result<SystemFile, SystemFileError> {
-        let read = |rel: &str, path: &Path, max: u64| -> std::io::Result<String> {
-            match embedded.iter().find(|(name, _)| *name == rel) {
-                Some((_, t)) => Ok(t.to_string()),
-                None => Ok(read_text(path, max)?),
-            }
-        };
-        let at = |offset: usize, message: String| {
-            let (line, column) = line_col(text, offset);
-            SystemFileError::At {
-                file: file.into(),
-                line,
-                column,
-                message,
-            }
-        };
-        let spanned = |s: &Spanned<String>, message: String| at(s.span().start, message);
-        let raw: schema::Raw = toml::from_str(text).map_err(|e| {
-            at(
-                e.span().map_or(0, |s| s.start),
-                format!("malformed system file: {}", e.message().replace('\n', " ")),
-            )
-        })?;
-        if *raw.version.get_ref() != VERSION {
-            return Err(at(
-                raw.version.span().start,
-                format!(
-                    "system file format version {} is not supported (this flymc reads version {VERSION})",
-                    raw.version.get_ref()
-                ),
-            ));
-        }
-        let name = raw.name.get_ref().clone();
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(spanned(
-                &raw.name,
-                format!("name `{name}`: use letters, digits, `-` and `_` (it names the system on the command line)"),
-            ));
-        }
-        let parent = file.parent().filter(|p| !p.as_os_str().is_empty());
-        let dir = std::path::absolute(parent.unwrap_or(Path::new(".")))
-            .unwrap_or_else(|_| parent.unwrap_or(Path::new(".")).to_path_buf());
-        let hook = match raw.hook.kind.as_ref().map(|k| k.get_ref().as_str()) {
-            None | Some("rust") => HookKind::Rust,
-            Some("protocol") => HookKind::Protocol,
-            Some("java-agent") => {
-                let Some(hooks) = &raw.hook.hooks else {
-                    return Err(spanned(
-                        raw.hook.kind.as_ref().unwrap(),
-                        "hook kind `java-agent` needs `hooks = \"FILE\"`, the hooks file".into(),
-                    ));
-                };
-                let path = dir.join(hooks.get_ref());
-                let text = read(hooks.get_ref(), &path, MAX_CONFIG_BYTES).map_err(|e| {
-                    spanned(
-                        hooks,
-                        match e.kind() {
-                            std::io::ErrorKind::NotFound => {
-                                format!("the hooks file {} does not exist", path.display())
-                            }
-                            _ => format!("cannot read the hooks file {}: {e}", path.display()),
-                        },
-                    )
-                })?;
-                let config = hooks_config_json(&text).map_err(|e| {
-                    spanned(hooks, format!("the hooks file {}: {e}", path.display()))
-                })?;
-                HookKind::JavaAgent {
-                    hooks: path,
-                    config,
-                }
-            }
-            Some(other) => {
-                return Err(spanned(
-                    raw.hook.kind.as_ref().unwrap(),
-                    format!("hook kind `{other}`: use `rust`, `java-agent` or `protocol`"),
-                ))
-            }
-        };
-        if raw.node.is_none() && raw.rust.is_none() {
-            return Err(at(
-                0,
-                "a system file needs a [node] table (how to start a node program)".into(),
-            ));
-        }
-        let node = raw.node.as_ref().map(|n| NodeSpec {
-            program: n.program.get_ref().clone(),
-            args: n.args.iter().map(|a| a.get_ref().clone()).collect(),
-            env: n
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), v.get_ref().clone()))
-                .collect(),
-            settle_timeout_ms: n.settle_timeout_ms,
-            notices: n.notices,
-        });
-        let params = match serde_json::to_value(&raw.params) {
-            Ok(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        let mut optional_params = Vec::new();
-        for (k, t) in &raw.optional_params {
-            if !TYPES.contains(&t.get_ref().as_str()) || params.contains_key(k) {
-                return Err(spanned(
-                    t,
-                    format!(
-                        "optional_params.{k}: give its type, one of {}, and no default in [params]",
-                        TYPES.join(", ")
-                    ),
-                ));
-            }
-            optional_params.push((k.clone(), t.get_ref().clone()));
-        }
-        if let Some(n) = &raw.node {
-            for a in n.args.iter().chain(n.env.values()) {
-                system::check_placeholders(a.get_ref(), &params, &optional_params, &hook)
-                    // The string's opening quote, then the placeholder's offset in it.
-                    .map_err(|(i, m)| at(a.span().start + 1 + i, m))?;
-            }
-            if n.program.get_ref().contains('/') {
-                let p = dir.join(n.program.get_ref());
-                if !p.is_file() {
-                    return Err(spanned(
-                        &n.program,
-                        format!("the node program {} does not exist", p.display()),
-                    ));
-                }
-            }
-        }
-        let clients = match &raw.clients {
-            Some(c) => {
-                match params.get(c.param.get_ref()) {
-                    Some(Value::Array(_)) => {}
-                    _ => return Err(spanned(
-                        &c.param,
-                        format!(
-                            "clients.param `{}` must name a list parameter of [params] (e.g. `{} = []`)",
-                            c.param.get_ref(),
-                            c.param.get_ref()
-                        ),
-                    )),
-                }
-                Some((c.param.get_ref().clone(), c.event.clone()))
-            }
-            None => None,
-        };
-        let vars = raw.state.vars.clone();
-        let known = |v: &str| vars.iter().any(|k| k == v) || BUILT_IN_VARS.contains(&v);
-        for r in raw
-            .state
-            .node_refs
-            .iter()
-            .chain(raw.faults.survive_crash.iter().flatten())
-        {
-            if !known(r.get_ref()) {
-                return Err(spanned(
-                    r,
-                    format!(
-                        "unknown variable `{}`: state.vars lists {}",
-                        r.get_ref(),
-                        vars.join(", ")
-                    ),
-                ));
-            }
-        }
-        let roles = match raw.symmetry.roles.as_ref().map(|r| r.get_ref().as_str()) {
-            None | Some("none") => Roles::None,
-            Some("all") => Roles::All,
-            Some("crashable") => Roles::Crashable,
-            Some(other) => {
-                return Err(spanned(
-                    raw.symmetry.roles.as_ref().unwrap(),
-                    format!("symmetry.roles `{other}`: use `none`, `all` or `crashable`"),
-                ))
-            }
-        };
-        let sets = match &raw.sets {
-            Some(s) => {
-                let p = dir.join(s.get_ref());
-                let t = read(s.get_ref(), &p, MAX_SETS_BYTES).map_err(|e| {
-                    spanned(s, format!("cannot read the sets file {}: {e}", p.display()))
-                })?;
-                Some((p, t))
-            }
-            None => None,
-        };
-        for p in raw.exceptions.iter().chain(&raw.log_patterns) {
-            regex_check(p.get_ref()).map_err(|m| spanned(p, m))?;
-        }
-        let mut checks = Vec::new();
-        for c in raw.checks {
-            if c.run.get_ref().first().is_none_or(|p| p.is_empty()) {
-                return Err(at(
-                    c.run.span().start,
-                    "[[check]] `run` is empty: give the program to run and its arguments, e.g. run = [\"sh\", \"-c\", \"command -v mynode\"]".into(),
-                ));
-            }
-            let timeout = match &c.timeout_secs {
-                None => CHECK_TIMEOUT,
-                Some(t) => {
-                    let secs = Duration::from_secs(*t.get_ref());
-                    if secs.is_zero() || secs > MAX_CHECK_TIMEOUT {
-                        return Err(at(
-                            t.span().start,
-                            format!(
-                                "[[check]] timeout_secs = {}: give 1 to {} seconds",
-                                t.get_ref(),
-                                MAX_CHECK_TIMEOUT.as_secs()
-                            ),
-                        ));
-                    }
-                    secs
-                }
-            };
-            checks.push(SetupCheck {
-                run: c.run.into_inner(),
-                fix: c.fix,
-                timeout,
-            });
-        }
-        let mut properties: Vec<ConditionProperty> = Vec::new();
-        for p in &raw.properties {
-            let name = p.name.get_ref();
-            let what = format!("property `{name}`");
-            let here = p.name.span().start;
-            if name.trim().is_empty() || properties.iter().any(|q| &q.name == name) {
-                return Err(at(
-                    here,
-                    format!("[[property]] names must be given and distinct (`{name}`)"),
-                ));
-            }
-            let condition = |s: &Spanned<String>| -> Result<Condition, SystemFileError> {
-                // The column inside the condition counts from the string's opening quote.
-                let base = s.span().start;
-                let c = Condition::parse_property(s.get_ref())
-                    .map_err(|e| at(base + e.column, format!("{what}: {}", e.message)))?;
-                if let Some(v) = c.vars().into_iter().find(|v| !known(v)) {
-                    let col = name_at(s.get_ref(), &v).map_or(1, |c| c + 1);
-                    return Err(at(
-                        base + col,
-                        format!(
-                            "{what}: unknown variable `{v}`: state.vars lists {}",
-                            vars.join(", ")
-                        ),
-                    ));
-                }
-                Ok(c)
-            };
-            let given = Given {
-                always: p.always.as_ref(),
-                eventually: p.eventually.as_ref(),
-                command: p.command.as_deref(),
-                kind: p.kind.as_deref(),
-            };
-            let (check, kind) = given.check(
-                &what,
-                condition,
-                |argv| {
-                    if argv.is_empty() {
-                        return Err(at(here, format!("{what}: `command` is empty: give the checker program and its arguments")));
-                    }
-                    let mut argv = argv.to_vec();
-                    if argv[0].contains('/') && Path::new(&argv[0]).is_relative() {
-                        argv[0] = dir.join(&argv[0]).display().to_string();
-                    }
-                    Ok(argv)
-                },
-                |m| at(here, m),
-            )?;
-            properties.push(ConditionProperty::new(name.clone(), kind, check));
-        }
+        let r = Reader::new(file, text, embedded);
+        let raw = r.raw()?;
+        let name = r.name(&raw.name)?;
+        let hook = r.hook(&raw.hook)?;
+        let params = r.params(&raw);
+        let optional_params = r.optional_params(&raw, &params)?;
+        let node = r.node(&raw, &params, &optional_params, &hook)?;
+        let clients = r.clients(raw.clients.as_ref(), &params)?;
+        r.variables(&raw)?;
+        let roles = r.roles(raw.symmetry.roles.as_ref())?;
+        let sets = r.sets(raw.sets.as_ref())?;
+        r.patterns(&raw)?;
+        let checks = r.checks(&raw.checks)?;
+        let properties = r.properties(&raw)?;
+        let inner = |v: Vec<Spanned<String>>| v.into_iter().map(|s| s.into_inner()).collect();
         Ok(SystemFile {
             file: file.into(),
-            dir: dir.clone(),
+            workloads: r.dir.join(raw.workloads.as_deref().unwrap_or("workloads")),
+            dir: r.dir,
             name,
             description: raw.description,
-            workloads: dir.join(raw.workloads.as_deref().unwrap_or("workloads")),
             rust: raw.rust.map(|r| r.into_inner()),
             node,
             hook,
@@ -438,29 +180,17 @@ impl SystemFile {
             params,
             optional_params,
             clients,
-            vars,
-            node_refs: raw
-                .state
-                .node_refs
-                .into_iter()
-                .map(|r| r.into_inner())
-                .collect(),
+            vars: raw.state.vars,
+            node_refs: inner(raw.state.node_refs),
             node_ref_fields: raw.state.node_ref_fields,
             states_complete: raw.state.complete,
             roles,
-            survive_crash: raw
-                .faults
-                .survive_crash
-                .map(|v| v.into_iter().map(|r| r.into_inner()).collect()),
+            survive_crash: raw.faults.survive_crash.map(inner),
             crash_loses_sent: raw.faults.crash_loses_sent,
             messages: raw.messages,
             sets,
-            exceptions: raw.exceptions.into_iter().map(|p| p.into_inner()).collect(),
-            log_patterns: raw
-                .log_patterns
-                .into_iter()
-                .map(|p| p.into_inner())
-                .collect(),
+            exceptions: inner(raw.exceptions),
+            log_patterns: inner(raw.log_patterns),
             properties,
         })
     }

@@ -4,39 +4,66 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use flymc_model::{NodeId, Property, Symmetry, System, Target, TargetError, Workload};
+use flymc_model::{
+    About, Feature, NodeId, Property, Symmetry, System, Target, TargetError, Workload,
+};
 use serde_json::{Map, Value};
 
 use super::{HookKind, Roles, SystemFile};
 use crate::cluster::{find_program, NodeCommand};
 use crate::{which, ClientRequest, Launch, RealConfig, RealOptions, RealTarget};
 
-/// A system described by a file. Its name and description are leaked once per process: a
-/// system lives as long as flymc runs.
+/// A system described by a file.
 pub struct FileSystem {
     pub file: SystemFile,
-    name: &'static str,
-    description: &'static str,
+    /// What the file says, with what the options allow (snapshots).
+    about: About,
     options: RealOptions,
-    fault_vars: Option<&'static [&'static str]>,
-    exceptions: &'static [&'static str],
-    messages: Option<Vec<&'static str>>,
-    sets: Option<&'static str>,
     /// The node program, instead of the one the file names (tests run a just-built binary).
     program: Option<PathBuf>,
 }
 
-fn leak(s: &str) -> &'static str {
-    Box::leak(s.to_string().into_boxed_str())
+/// What `file` describes, run under `options`.
+fn about(file: &SystemFile, options: &RealOptions) -> About {
+    let mut features = Vec::new();
+    if !file.states_complete {
+        features.push(Feature::SummaryStates);
+    }
+    if options.can_snapshot() {
+        features.push(Feature::Snapshots);
+    }
+    if file.crash_loses_sent {
+        features.push(Feature::CrashLosesSent);
+    }
+    if reports_writes(&file.hook) {
+        features.push(Feature::ReportsWrites);
+    }
+    About {
+        name: file.name.clone(),
+        description: file.description.clone(),
+        features,
+        sets: file.sets.as_ref().map(|(_, t)| t.clone()),
+        vars: Some(file.vars.clone()),
+        fault_vars: file.survive_crash.clone(),
+        program_params: Vec::new(),
+        allowed_exceptions: file.exceptions.clone(),
+        sources: Vec::new(),
+        message_kinds: file.messages.clone(),
+        workloads_dir: Some(file.workloads.clone()),
+        file: file.file.file_name().map(|n| file.dir.join(n)),
+    }
 }
 
-fn leak_all(v: &[String]) -> &'static [&'static str] {
-    Box::leak(
-        v.iter()
-            .map(|s| leak(s))
-            .collect::<Vec<_>>()
-            .into_boxed_slice(),
-    )
+/// A Java agent's hooks file with a `disk` point: its nodes report their writes.
+fn reports_writes(hook: &HookKind) -> bool {
+    let HookKind::JavaAgent { config, .. } = hook else {
+        return false;
+    };
+    serde_json::from_str::<Value>(config).is_ok_and(|c| {
+        c["points"]
+            .as_array()
+            .is_some_and(|p| p.iter().any(|p| p["kind"] == "disk"))
+    })
 }
 
 /// Placeholders a node's arguments and environment may hold.
@@ -104,12 +131,7 @@ fn fill<E>(
 impl FileSystem {
     pub fn new(file: SystemFile, options: RealOptions) -> FileSystem {
         FileSystem {
-            name: leak(&file.name),
-            description: leak(&file.description),
-            fault_vars: file.survive_crash.as_deref().map(leak_all),
-            exceptions: leak_all(&file.exceptions),
-            messages: file.messages.as_ref().map(|m| leak_all(m).to_vec()),
-            sets: file.sets.as_ref().map(|(_, t)| leak(t)),
+            about: about(&file, &options),
             options,
             file,
             program: None,
@@ -118,6 +140,7 @@ impl FileSystem {
 
     /// Runs under the user's options (backend, event server address, snapshots).
     pub fn options(mut self, options: RealOptions) -> FileSystem {
+        self.about = about(&self.file, &options);
         self.options = options;
         self
     }
@@ -257,7 +280,7 @@ impl FileSystem {
         };
         let dir = self.dir();
         let params_json = Value::Object(params.clone()).to_string();
-        let mut cfg = RealConfig::new(self.name, move |l: &Launch| {
+        let mut cfg = RealConfig::new(&self.about.name, move |l: &Launch| {
             let fill = |s: &str| expand(s, l, &params, &params_json, &dir, hooks_json.as_deref());
             let mut c = NodeCommand::new(&program);
             c.args = node.args.iter().map(|a| fill(a)).collect();
@@ -385,12 +408,8 @@ fn expand(
 }
 
 impl System for FileSystem {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn description(&self) -> &'static str {
-        self.description
+    fn about(&self) -> &About {
+        &self.about
     }
 
     fn target(&self, w: &Workload) -> Result<Box<dyn Target>, TargetError> {
@@ -428,53 +447,5 @@ impl System for FileSystem {
             node_ref_vars: self.file.node_refs.clone(),
             node_ref_fields: self.file.node_ref_fields.clone(),
         }
-    }
-
-    fn sets_file(&self) -> Option<&'static str> {
-        self.sets
-    }
-
-    fn states_are_complete(&self) -> bool {
-        self.file.states_complete
-    }
-
-    fn snapshots(&self) -> bool {
-        self.options.can_snapshot()
-    }
-
-    fn crash_loses_sent(&self) -> bool {
-        self.file.crash_loses_sent
-    }
-
-    /// A Java agent's hooks file with a `disk` point: its nodes report their writes.
-    fn reports_writes(&self) -> bool {
-        let HookKind::JavaAgent { config, .. } = &self.file.hook else {
-            return false;
-        };
-        serde_json::from_str::<Value>(config).is_ok_and(|c| {
-            c["points"]
-                .as_array()
-                .is_some_and(|p| p.iter().any(|p| p["kind"] == "disk"))
-        })
-    }
-
-    fn fault_vars(&self) -> Option<&'static [&'static str]> {
-        self.fault_vars
-    }
-
-    fn allowed_exceptions(&self) -> &'static [&'static str] {
-        self.exceptions
-    }
-
-    fn message_kinds(&self) -> Option<Vec<&'static str>> {
-        self.messages.clone()
-    }
-
-    fn workloads_dir(&self) -> Option<PathBuf> {
-        Some(self.file.workloads.clone())
-    }
-
-    fn file(&self) -> Option<PathBuf> {
-        Some(self.file.dir.join(self.file.file.file_name()?))
     }
 }

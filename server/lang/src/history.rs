@@ -1,4 +1,4 @@
-//! History built-ins of property conditions ([`crate::guard::Condition::parse_property`]):
+//! History built-ins of property conditions ([`crate::Condition::parse_property`]):
 //! `ever_unique(V per K [where C])`, `ever_agree(L)` and `kept(L at E in LOG [where C])`.
 //!
 //! They judge the run so far, not one state: a [`Memory`], owned by the property and fresh per
@@ -12,8 +12,8 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::guard::Expr;
-use crate::state::NodeView;
+use crate::ast::Expr;
+use crate::Node;
 
 /// A history built-in, as parsed. Its memory slot is in [`Expr::History`].
 #[derive(Clone, Debug, PartialEq)]
@@ -144,7 +144,7 @@ impl Memory {
     }
 
     /// Absorb one state: every history built-in in `expr` remembers what the live nodes show.
-    pub(crate) fn absorb(&mut self, expr: &Expr, nodes: &[NodeView]) {
+    pub(crate) fn absorb<N: Node>(&mut self, expr: &Expr, nodes: &[N]) {
         let state = self.states;
         self.states += 1;
         let mut todo = vec![expr];
@@ -161,7 +161,12 @@ impl Memory {
 
     /// Does history built-in `h` (in slot `slot`) hold now, in the state last absorbed?
     /// `Err` says why not.
-    pub(crate) fn judge(&self, slot: usize, h: &History, nodes: &[NodeView]) -> Result<(), String> {
+    pub(crate) fn judge<N: Node>(
+        &self,
+        slot: usize,
+        h: &History,
+        nodes: &[N],
+    ) -> Result<(), String> {
         match (h, self.slots.get(slot)) {
             (History::Kept { .. }, Some(Slot::Kept { kept })) => judge_kept(h, kept, nodes),
             (_, Some(Slot::Unique { conflict, .. } | Slot::Agree { conflict, .. })) => {
@@ -173,9 +178,9 @@ impl Memory {
 }
 
 /// The live nodes where `when` holds (all live nodes without it).
-fn each<'a>(nodes: &'a [NodeView], when: Option<&'a Expr>) -> impl Iterator<Item = usize> + 'a {
+fn each<'a, N: Node>(nodes: &'a [N], when: Option<&'a Expr>) -> impl Iterator<Item = usize> + 'a {
     (0..nodes.len()).filter(move |&i| {
-        nodes[i].alive
+        nodes[i].alive()
             && match when {
                 None => true,
                 Some(c) => matches!(c.eval_node(nodes, i), Ok(Value::Bool(true))),
@@ -183,11 +188,11 @@ fn each<'a>(nodes: &'a [NodeView], when: Option<&'a Expr>) -> impl Iterator<Item
     })
 }
 
-fn value_of(e: &Expr, nodes: &[NodeView], i: usize) -> Option<Value> {
+fn value_of<N: Node>(e: &Expr, nodes: &[N], i: usize) -> Option<Value> {
     e.eval_node(nodes, i).ok().filter(|v| !v.is_null())
 }
 
-fn list_of(e: &Expr, nodes: &[NodeView], i: usize) -> Option<Vec<Value>> {
+fn list_of<N: Node>(e: &Expr, nodes: &[N], i: usize) -> Option<Vec<Value>> {
     match e.eval_node(nodes, i) {
         Ok(Value::Array(a)) => Some(a),
         Ok(Value::Null) => Some(Vec::new()),
@@ -195,7 +200,7 @@ fn list_of(e: &Expr, nodes: &[NodeView], i: usize) -> Option<Vec<Value>> {
     }
 }
 
-fn absorb(h: &History, slot: &mut Slot, nodes: &[NodeView], state: usize) {
+fn absorb<N: Node>(h: &History, slot: &mut Slot, nodes: &[N], state: usize) {
     if matches!(slot, Slot::Fresh) {
         *slot = match h {
             History::EverUnique { .. } => Slot::Unique {
@@ -304,10 +309,10 @@ fn absorb(h: &History, slot: &mut Slot, nodes: &[NodeView], state: usize) {
     }
 }
 
-fn judge_kept(
+fn judge_kept<N: Node>(
     h: &History,
     kept: &[(Vec<Value>, i64, Seen)],
-    nodes: &[NodeView],
+    nodes: &[N],
 ) -> Result<(), String> {
     let History::Kept {
         list,
