@@ -811,3 +811,116 @@ fn keep_going_counts_one_finding_reached_at_different_nodes_once() {
         r.all()
     );
 }
+
+/// Issue 44: `--param KEY=VALUE` sets a workload parameter over the file's (here raft-bug's
+/// variant on the workload of the fixed code), the path file records it, and the replay runs
+/// with it, from the path file alone.
+#[test]
+fn a_param_sets_the_workloads_parameter_and_its_path_replays() {
+    let d = tmp();
+    let file = common::found(
+        d.path(),
+        &[
+            "--system",
+            "raft-sim",
+            "--workload",
+            "raft-bug-fixed",
+            "--param",
+            "variant=bug-apply-before-match",
+            "--strategy",
+            "random",
+            "--seed",
+            "1",
+            "--max-paths",
+            "2000",
+        ],
+    );
+    let recorded: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        recorded["workload"]["params"]["variant"], "bug-apply-before-match",
+        "{recorded}"
+    );
+    let again = flymc_in(d.path(), &["replay", file.to_str().unwrap()]);
+    assert_eq!(again.code, 1, "{}", again.all());
+    assert!(
+        again.stdout.contains("reproduced: state-machine-safety"),
+        "{}",
+        again.all()
+    );
+}
+
+/// Issue 44: a `--param` that is not KEY=VALUE, one the system does not take, one of the wrong
+/// type, and a bad value through an old flag that stands for one (`--variant`): each is one
+/// line and exit 2, before anything runs.
+#[test]
+fn bad_params_are_one_line_errors() {
+    let d = tmp();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "--system", "raft-sim", "--workload", "raft-1"];
+        args.extend_from_slice(extra);
+        flymc_in(d.path(), &args)
+    };
+    assert_one_line_error(&run(&["--param", "variant"]), "`variant` is not KEY=VALUE");
+    assert_one_line_error(&run(&["--param", "=1"]), "is not a parameter name");
+    assert_one_line_error(
+        &run(&["--param", "colour=red"]),
+        "unknown parameter `colour` in [params]; valid: variant, initial_leader, updates, election_timers",
+    );
+    assert_one_line_error(
+        &run(&["--param", "updates=many"]),
+        "params.updates must be a non-negative integer, got string \"many\"",
+    );
+    assert_one_line_error(
+        &run(&["--variant", "nope"]),
+        "unknown variant `nope`; valid: fixed, bug-apply-before-match",
+    );
+    let help = flymc_in(d.path(), &["run", "--help"]);
+    assert!(
+        help.stdout.contains("--param <KEY=VALUE>"),
+        "{}",
+        help.stdout
+    );
+    assert!(!help.stdout.contains("--zookeeper-home"), "{}", help.stdout);
+}
+
+/// Issue 44: `--backend`, `--strategy`, `--format` and `--lang` are choices of a type: a bad
+/// value is one line and exit 2, and names every valid value.
+#[test]
+fn a_bad_choice_is_one_line_naming_the_valid_ones() {
+    let d = tmp();
+    let run = ["run", "--system", "raft-sim", "--workload", "raft-1"];
+    for (args, valid) in [
+        (
+            [&run[..], &["--backend", "dokcer"]].concat(),
+            vec!["local", "docker"],
+        ),
+        (
+            vec!["replay", "p.json", "--backend", "k8s"],
+            vec!["local", "docker"],
+        ),
+        (
+            vec!["hunt", "--system", "raft-sim", "--backend", "k8s"],
+            vec!["local", "docker"],
+        ),
+        (
+            [&run[..], &["--strategy", "bfs"]].concat(),
+            flymc_strategies::StrategyKind::names(),
+        ),
+        (
+            vec!["show", "p.json", "--format", "png"],
+            vec!["text", "svg", "html"],
+        ),
+        (vec!["analyze", "--lang", "go", "src"], vec!["java", "rust"]),
+        (
+            vec!["analyze", "--lang", "java", "--format", "xml", "src"],
+            vec!["text", "json"],
+        ),
+    ] {
+        let r = flymc_in(d.path(), &args);
+        assert_one_line_error(&r, "invalid value");
+        for v in valid {
+            assert!(r.stderr.contains(v), "{args:?}: `{v}` not in {}", r.stderr);
+        }
+    }
+}

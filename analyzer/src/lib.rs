@@ -38,8 +38,10 @@ use flymc_model::sets::RawSets;
 pub use build::{HandlerReport, KindReport};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Lang {
     Java,
+    #[cfg_attr(feature = "clap", value(alias = "rs"))]
     Rust,
 }
 

@@ -1,5 +1,5 @@
-//! What `flymc run` says at the end, for people (the time line under the summary) and as JSON
-//! (`--json FILE`).
+//! What `flymc run` says at the end: one [`RunSummary`], rendered as text for people
+//! ([`RunSummary::text`]) and as JSON (`--json FILE`).
 
 use flymc_core::explore::Outcome;
 use flymc_core::liveness::LivenessStats;
@@ -35,7 +35,7 @@ fn ms(us: Option<u64>) -> String {
 }
 
 /// `time: start 1.21 s, prefix ..., ...`: where the paths' time went, per path on average.
-pub fn time_line(t: &TimingTotals) -> String {
+fn time_line(t: &TimingTotals) -> String {
     let n = t.paths.max(1);
     let per = |us: u64| secs(us / n);
     let mut line = format!(
@@ -76,7 +76,7 @@ pub fn time_line(t: &TimingTotals) -> String {
 
 /// `snapshots: 12 taken, 30 paths restored (1,234 steps not re-executed), ...`, for runs that
 /// asked for snapshots.
-pub fn snapshot_line(s: &SnapshotStats) -> String {
+fn snapshot_line(s: &SnapshotStats) -> String {
     let mut line = format!(
         "snapshots: {} taken, {} paths restored ({} steps not re-executed)",
         s.taken, s.restored, s.steps_skipped
@@ -98,7 +98,7 @@ pub fn snapshot_line(s: &SnapshotStats) -> String {
 
 /// `liveness: 3 end states failed a liveness property: 2 transient, 1 dead (17 walks of
 /// 300 events, at most 5 per state)`, when some did.
-pub fn liveness_line(l: &LivenessStats) -> Option<String> {
+fn liveness_line(l: &LivenessStats) -> Option<String> {
     if l.judged == 0 {
         return None;
     }
@@ -131,16 +131,31 @@ pub struct RunSummary<'a> {
     pub unconfirmed: u64,
     /// Violating paths after the first (`--keep-going`, or of other properties).
     pub other_violations: u64,
+    /// Paths the strategy still had to explore when the run ended.
+    pub queue_left: usize,
+    /// State-event cache lookups, and those answered from the cache.
+    pub cache_lookups: u64,
+    pub cache_hits: u64,
+    /// To-explore paths the strategy dropped as redundant, by reason.
+    pub pruned: &'a [(String, u64)],
+    /// To-explore paths the strategy moved to its low-priority queue.
+    pub deprioritized: u64,
     /// Coarse abstract states reached (`novelty`, `faults`, `portfolio`).
     pub abstract_states: u64,
     /// What only the strategy keeps, under the keys it gives (`fault_states`, `pct`,
     /// `portfolio`).
     #[serde(flatten)]
     pub notes: serde_json::Map<String, serde_json::Value>,
+    /// The same notes for people: a clause of the summary line, or a line of its own.
+    #[serde(skip)]
+    pub note_texts: &'a [flymc_core::strategy::Note],
     /// Unique and abstract states after paths 1, 2, 4, 8, ... and the last.
     pub coverage: &'a [flymc_core::explore::Coverage],
     pub timing: TimingJson<'a>,
     pub snapshots: &'a SnapshotStats,
+    /// The run asked for cluster snapshots (the text says how they went only then).
+    #[serde(skip)]
+    pub snapshots_on: bool,
     /// End states that failed a liveness property: transient or dead, and the walks taken.
     pub liveness: &'a LivenessStats,
     /// What ended the run early, if something did: `interrupted by SIGTERM`, or the error.
@@ -158,6 +173,8 @@ pub struct TimingJson<'a> {
 }
 
 impl<'a> RunSummary<'a> {
+    /// The summary of `outcome`; `queue_left`, `snapshots_on` and `stopped` are the caller's to
+    /// set when they are not nothing.
     pub fn new(
         outcome: &'a Outcome,
         system: &'a str,
@@ -184,12 +201,19 @@ impl<'a> RunSummary<'a> {
             diverged: outcome.diverged,
             unconfirmed: outcome.unconfirmed,
             other_violations: outcome.other_violations,
+            queue_left: 0,
+            cache_lookups: outcome.cache_hits + outcome.cache_misses,
+            cache_hits: outcome.cache_hits,
+            pruned: &outcome.stats.pruned,
+            deprioritized: outcome.stats.deprioritized,
             abstract_states: outcome.stats.abstract_states,
             notes: (outcome.stats.notes.iter())
                 .map(|n| (n.key.clone(), n.value.clone()))
                 .collect(),
+            note_texts: &outcome.stats.notes,
             coverage: &outcome.coverage,
             snapshots: &outcome.snapshots,
+            snapshots_on: false,
             liveness: &outcome.liveness,
             timing: TimingJson {
                 totals: &outcome.timing,
@@ -199,11 +223,79 @@ impl<'a> RunSummary<'a> {
             stopped: None,
         }
     }
+
+    /// The summary for people: the counts on one line, then a line each for what this run
+    /// has to say (the strategy's own notes, such as the portfolio's shares or pct's guarantee;
+    /// coverage, liveness), where the time
+    /// went, and the snapshots.
+    pub fn text(&self) -> String {
+        let mut lines = vec![self.counts_line()];
+        for n in self.note_texts.iter().filter(|n| n.own_line) {
+            lines.push(n.text.clone());
+        }
+        lines.extend(coverage_line(self.coverage));
+        lines.extend(liveness_line(self.liveness));
+        lines.push(time_line(self.timing.totals));
+        if self.snapshots_on {
+            lines.push(snapshot_line(self.snapshots));
+        }
+        lines.join("\n")
+    }
+
+    /// `summary: 12 paths, 340 events, 57 unique states, 0.02 s (600 paths/s), queue left 3`
+    /// and what else the run counted.
+    fn counts_line(&self) -> String {
+        let mut line = format!(
+            "summary: {} paths, {} events, {} unique states, {:.2} s ({} paths/s), queue left {}",
+            self.paths,
+            self.events,
+            self.unique_states,
+            self.elapsed_s,
+            paths_per_sec(self.paths, self.elapsed_s),
+            self.queue_left,
+        );
+        if self.cache_lookups > 0 {
+            line += &format!(
+                ", state-event cache {:.0}% hits ({} of {})",
+                100.0 * self.cache_hits as f64 / self.cache_lookups as f64,
+                self.cache_hits,
+                self.cache_lookups
+            );
+        }
+        for (why, n) in self.pruned {
+            line += &format!(", pruned by {why} {n}");
+        }
+        for n in self.note_texts.iter().filter(|n| !n.own_line) {
+            line += &format!(", {}", n.text);
+        }
+        if self.abstract_states > 0 {
+            line += &format!(", {} abstract states", self.abstract_states);
+        }
+        if self.deprioritized > 0 {
+            line += &format!(", deprioritised {}", self.deprioritized);
+        }
+        if self.diverged > 0 {
+            line += &format!(", {} paths diverged from their plan", self.diverged);
+        }
+        if self.unconfirmed > 0 {
+            line += &format!(
+                ", {} violations dropped (they did not recur when executed again from a fresh start)",
+                self.unconfirmed
+            );
+        }
+        if self.late_paths > 0 {
+            line += &format!(
+                ", {} events reported late on {} paths",
+                self.late_reports, self.late_paths
+            );
+        }
+        line
+    }
 }
 
 /// How abstract-state coverage grew over the paths, for strategies that track it:
 /// `abstract states over paths: 1: 3, 2: 5, 4: 9, 7: 12`.
-pub fn coverage_line(coverage: &[flymc_core::explore::Coverage]) -> Option<String> {
+fn coverage_line(coverage: &[flymc_core::explore::Coverage]) -> Option<String> {
     if coverage.iter().all(|c| c.abstract_states == 0) {
         return None;
     }

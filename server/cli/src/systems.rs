@@ -92,7 +92,7 @@ fn is_file_arg(name: &str) -> bool {
 /// saying to pass `--system FILE` (docs/SECURITY.md).
 pub fn for_path(
     path: &flymc_core::pathfile::PathFile,
-    backend: &str,
+    options: &RealOptions,
     given: Option<&str>,
 ) -> Result<Box<dyn System>, FindSystemError> {
     let recorded = path.workload.system_file.as_deref();
@@ -102,8 +102,8 @@ pub fn for_path(
         found,
     };
     let system = match given {
-        Some(g) => find_on(g, backend)?,
-        None => find_on(&path.system, backend).map_err(|e| match e {
+        Some(g) => find_with(g, options)?,
+        None => find_with(&path.system, options).map_err(|e| match e {
             FindSystemError::Unknown(_) => untrusted(None),
             other => other,
         })?,
@@ -246,32 +246,6 @@ pub fn find_with(name: &str, options: &RealOptions) -> Result<Box<dyn System>, F
         }));
     }
     Ok(s)
-}
-
-/// The options of a backend name (`local` or `docker`), an event server address and whether to
-/// keep cluster snapshots.
-pub fn options(
-    backend: &str,
-    listen: Option<std::net::SocketAddr>,
-    snapshots: bool,
-) -> Result<RealOptions, UnknownSystem> {
-    let backend = BackendKind::parse(backend).ok_or_else(|| UnknownSystem {
-        name: format!("backend {backend}"),
-        valid: BackendKind::NAMES.into(),
-    })?;
-    Ok(RealOptions {
-        backend,
-        listen,
-        snapshots,
-        keep_run_dirs: false,
-        hook_jdk_http: false,
-        hook_sampled_quiet: false,
-    })
-}
-
-/// A system by name and backend name.
-pub fn find_on(name: &str, backend: &str) -> Result<Box<dyn System>, FindSystemError> {
-    find_with(name, &options(backend, None, false)?)
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -20,26 +20,15 @@ use std::path::PathBuf;
 
 pub use target::{ClientRequest, CommandFn, Launch, RealConfig, RealTarget};
 
-/// Where to run the nodes.
+/// Where to run the nodes (`--backend`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum BackendKind {
     /// Local processes on 127.0.k.x (a block of their own per cluster).
     #[default]
     Local,
     /// Docker containers with host networking.
     Docker,
-}
-
-impl BackendKind {
-    pub const NAMES: &'static str = "local, docker";
-
-    pub fn parse(s: &str) -> Option<BackendKind> {
-        match s {
-            "local" => Some(BackendKind::Local),
-            "docker" => Some(BackendKind::Docker),
-            _ => None,
-        }
-    }
 }
 
 /// What the user chose for real clusters, handed to every real system when it is built.

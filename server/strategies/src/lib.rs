@@ -162,10 +162,21 @@ const TABLE: [Traits; 13] = [
     t(K::Fair,      "fair",      true,  false, false, Unused),
 ];
 
+/// Every kind, in the table's order: the table's first column.
+const KINDS: [StrategyKind; TABLE.len()] = {
+    let mut kinds = [K::Dfs; TABLE.len()];
+    let mut i = 0;
+    while i < TABLE.len() {
+        kinds[i] = TABLE[i].kind;
+        i += 1;
+    }
+    kinds
+};
+
 impl StrategyKind {
     /// Every strategy, in the table's order (the order `--help` and the bench list them).
     pub fn all() -> impl Iterator<Item = StrategyKind> {
-        TABLE.iter().map(|t| t.kind)
+        KINDS.into_iter()
     }
 
     /// The strategies' names, in the table's order.
@@ -264,6 +275,18 @@ impl std::str::FromStr for StrategyKind {
             .find(|t| t.name == s)
             .map(|t| t.kind)
             .ok_or_else(|| BuildError::Unknown(s.into()))
+    }
+}
+
+/// `--strategy NAME` as a type: the table's names, in its order.
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for StrategyKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        &KINDS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
     }
 }
 

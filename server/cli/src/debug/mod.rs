@@ -19,9 +19,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use flymc_core::pathfile::PathFile;
-use flymc_core::replay::workload_for;
-use flymc_core::workloads;
 
+use crate::commands::options::PathSystemArgs;
 use crate::systems;
 use session::{Session, Source};
 
@@ -32,17 +31,8 @@ pub struct DebugArgs {
     /// Read commands from FILE instead of the terminal (tests, CI).
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
-    /// Where real nodes run.
-    #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
-    pub backend: String,
-    /// The system to run it on, a name or a system.toml (default: the path's system, built
-    /// in or under ./systems/; the system file a path file records is not run on its word).
-    #[arg(long, value_name = "NAME|FILE")]
-    pub system: Option<String>,
-    /// Run the programs the path file's own parameters name (ZooKeeper's `zookeeper_home`),
-    /// which a path file alone does not choose (docs/SECURITY.md).
-    #[arg(long)]
-    pub trust_params: bool,
+    #[command(flatten)]
+    pub target: PathSystemArgs,
 }
 
 pub fn run(args: &DebugArgs, folder: Option<&Path>) -> Result<u8> {
@@ -55,10 +45,7 @@ pub fn run(args: &DebugArgs, folder: Option<&Path>) -> Result<u8> {
         None => None,
     };
     let path = PathFile::load(&args.file)?;
-    let system = systems::for_path(&path, &args.backend, args.system.as_deref())?;
-    systems::check_recorded_params(&path, system.as_ref(), args.trust_params)?;
-    let workload = workload_for(&path, folder)?;
-    workloads::check_expect(system.as_ref(), &workload)?;
+    let (system, workload) = args.target.resolve(&path, folder)?;
     systems::announce(system.as_ref());
     let mut s = Session::new(path, system, workload);
     println!("{}", actions::header(&s, &args.file));

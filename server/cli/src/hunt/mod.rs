@@ -37,6 +37,7 @@ use flymc_core::workloads;
 use flymc_model::{System, Workload};
 use flymc_strategies::StrategyKind;
 
+use crate::commands::options::ClusterArgs;
 use crate::systems;
 use campaign::{Campaign, Flags};
 use classify::Seen;
@@ -58,9 +59,9 @@ pub struct HuntArgs {
     /// Its workloads (comma-separated; default: all of the system's).
     #[arg(long, value_delimiter = ',')]
     pub workload: Vec<String>,
-    /// The strategy for --system's workloads.
-    #[arg(long)]
-    pub strategy: Option<String>,
+    /// The strategy for --system's workloads [default: dfs].
+    #[arg(long, value_enum)]
+    pub strategy: Option<StrategyKind>,
     /// Seeds per workload for randomized strategies (seeds 0..N).
     #[arg(long, value_name = "N")]
     pub seeds: Option<u64>,
@@ -84,9 +85,8 @@ pub struct HuntArgs {
     /// Properties whose violations are not findings (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub ignore: Vec<String>,
-    /// Where real nodes run.
-    #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
-    pub backend: String,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 #[derive(clap::Subcommand)]
@@ -124,7 +124,7 @@ pub fn run(args: HuntArgs, folder: Option<&Path>) -> Result<u8> {
         Flags {
             system: args.system,
             workloads: args.workload,
-            strategy: args.strategy,
+            strategy: args.strategy.map(|k| k.name().to_string()),
             seeds: args.seeds,
             budget: args.budget,
             corpus: args.corpus,
@@ -135,7 +135,7 @@ pub fn run(args: HuntArgs, folder: Option<&Path>) -> Result<u8> {
     )?;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     let folder = workloads::folder(folder)?;
-    let options = systems::options(&args.backend, None, true)?;
+    let options = args.cluster.options(true);
     let work = resolve(&campaign, &folder, &options, shard)?;
     let corpus = Corpus::load(&campaign.corpus)?;
     let out = &campaign.out;

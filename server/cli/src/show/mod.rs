@@ -24,23 +24,31 @@ pub struct ShowArgs {
     /// A path file written by `flymc run` or `flymc hunt`.
     pub file: PathBuf,
     /// What to draw it as.
-    #[arg(long, default_value = "text", value_parser = ["text", "svg", "html"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
     /// Write the drawing to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
 }
 
+/// `--format`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Svg,
+    Html,
+}
+
 pub fn run(args: &ShowArgs) -> Result<u8> {
     let path = PathFile::load(&args.file)?;
-    let drawing = match args.format.as_str() {
-        "svg" => {
+    let drawing = match args.format {
+        Format::Svg => {
             let mut s = svg(&path);
             s.push('\n');
             s
         }
-        "html" => html(&path),
-        _ => text(&path),
+        Format::Html => html(&path),
+        Format::Text => text(&path),
     };
     match &args.out {
         Some(file) => flymc_core::outfile::write_atomically(file, drawing.as_bytes())

@@ -22,11 +22,11 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use flymc_core::pathfile::PathFile;
 use flymc_core::plan::Plan;
-use flymc_core::replay::{replay, workload_for, ReplayOutcome};
+use flymc_core::replay::{replay, ReplayOutcome};
 use flymc_core::run::Run;
-use flymc_core::workloads;
 use flymc_model::{System, Workload};
 
+use crate::commands::options::PathSystemArgs;
 use crate::systems;
 use procedure::Shrinker;
 use shape::Shape;
@@ -36,21 +36,12 @@ use trial::{Halt, Trials};
 pub struct ShrinkArgs {
     /// A violating path file written by `flymc run` or `flymc hunt`.
     pub file: PathBuf,
-    /// Where real nodes run.
-    #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
-    pub backend: String,
     /// The most re-executions of candidates to make (the checks of the original and of the
     /// result come on top).
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_runs: u64,
-    /// The system to run it on, a name or a system.toml (default: the path's system, built
-    /// in or under ./systems/; the system file a path file records is not run on its word).
-    #[arg(long, value_name = "NAME|FILE")]
-    pub system: Option<String>,
-    /// Run the programs the path file's own parameters name (ZooKeeper's `zookeeper_home`),
-    /// which a path file alone does not choose (docs/SECURITY.md).
-    #[arg(long)]
-    pub trust_params: bool,
+    #[command(flatten)]
+    pub target: PathSystemArgs,
 }
 
 pub fn run(args: &ShrinkArgs, folder: Option<&Path>) -> Result<u8> {
@@ -62,10 +53,7 @@ pub fn run(args: &ShrinkArgs, folder: Option<&Path>) -> Result<u8> {
             args.file.display()
         );
     };
-    let system = systems::for_path(&path, &args.backend, args.system.as_deref())?;
-    systems::check_recorded_params(&path, system.as_ref(), args.trust_params)?;
-    let workload = workload_for(&path, folder)?;
-    workloads::check_expect(system.as_ref(), &workload)?;
+    let (system, workload) = args.target.resolve(&path, folder)?;
     println!(
         "shrinking {} ({} / {}, {} events, {} violated)",
         args.file.display(),
