@@ -344,6 +344,8 @@ fn exit_quietly_when_stdout_closes() {
 }
 
 fn main() -> ExitCode {
+    // First, while flymc has one thread: the process that cleans up after a SIGKILLed flymc.
+    flymc_real::cluster::janitor::install();
     // Node processes must not outlive flymc, also on Ctrl-C.
     flymc_real::cluster::install_cleanup_handler();
     exit_quietly_when_stdout_closes();

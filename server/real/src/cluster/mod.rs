@@ -3,6 +3,7 @@
 //! behind the same [`Backend`] trait.
 
 pub mod docker;
+pub mod janitor;
 pub mod local;
 mod namespaces;
 pub(crate) mod procs;
