@@ -382,100 +382,90 @@ fn step_event(description: &str) -> Option<(String, usize, serde_json::Map<Strin
     }
 }
 
-/// The hand-written sets file of integrations/pysyncobj (sets.md), checked against runs of the
-/// real nodes: on every step of every recorded path (every path of a dfs run, with crashes and
-/// reboots), the event's entry exists, the variables that changed at its node are in the
-/// entry's update set, no other node changed, and an entry that says it emits nothing added
-/// nothing to the network. And wherever two recorded paths share a prefix and then take two
-/// events of one node in both orders, events the sets call independent there end in the same
-/// state. (Read sets are not observable from states: they are checked only through that.)
-#[test]
-fn the_hand_written_pysyncobj_sets_hold_on_recorded_runs() {
-    use flymc_core::pathfile::PathFile;
-    use flymc_model::sets::{Known, SetsFile};
+/// What the sets-file check found on recorded paths: the broken claims, and how much it saw.
+#[derive(Default)]
+struct SetsCheck {
+    broken: Vec<String>,
+    steps: usize,
+    silent: usize,
+    faults: usize,
+    swapped: usize,
+}
+
+/// Check `sets` against recorded paths (sets.md, *The check*): on every step, the event's entry
+/// exists, the variables that changed at its node are in the entry's update set, no other node
+/// changed (crashes and reboots included: their `peer_update` sets are empty), and an entry that
+/// says it emits nothing added nothing to the network. Wherever two recorded paths share a
+/// prefix and then take two events of one node in both orders, events the sets call
+/// independent there end in the same state, network included. (Read sets are not observable
+/// from states: they are checked only through that.)
+fn check_sets(
+    sets: &flymc_model::sets::SetsFile,
+    paths: &[flymc_core::pathfile::PathFile],
+) -> SetsCheck {
     use std::collections::HashMap;
 
-    let dir = checkout().join("integrations/pysyncobj");
-    let sets = SetsFile::parse(
-        "sets.json",
-        &std::fs::read_to_string(dir.join("sets.json")).unwrap(),
-        &Known::default(),
-    )
-    .unwrap();
-    let d = tempfile::tempdir().unwrap();
-    for w in ["write-crash-fixed", "election"] {
-        let (code, all) = flymc_with_ci_python(
-            &[
-                "run",
-                "--system",
-                dir.join("system.toml").to_str().unwrap(),
-                "--workload",
-                w,
-                "--strategy",
-                "dfs",
-                "--max-paths",
-                "25",
-                "--save-paths",
-                "--out",
-                "paths",
-            ],
-            d.path(),
-        );
-        assert!(code == 0 || code == 1, "{all}");
-    }
-    let mut paths = Vec::new();
-    for f in std::fs::read_dir(d.path().join("paths")).unwrap() {
-        let f = f.unwrap().path();
-        if f.to_string_lossy().contains("-all-path") {
-            paths.push(PathFile::load(&f).unwrap());
-        }
-    }
-    assert!(paths.len() >= 40, "{} recorded paths", paths.len());
     let ignore = ["exceptions", "logged"];
-    let (mut steps, mut silent) = (0, 0);
+    let mut c = SetsCheck::default();
     // The state after each recorded prefix of event ids, to find both orders of a pair.
     let mut after: HashMap<Vec<String>, &flymc_model::GlobalState> = HashMap::new();
-    for p in &paths {
+    for p in paths {
         for (i, e) in p.events.iter().enumerate() {
             let Some(post) = p.states.get(i + 1) else {
                 break;
             };
             let ids: Vec<String> = p.events[..=i].iter().map(|e| e.id.to_string()).collect();
             after.insert(ids, &post.state);
+            let (pre, post) = (&p.states[i].state, &post.state);
+            let changed = |n: usize| -> Vec<&String> {
+                let (a, b) = (&pre.nodes[n].vars, &post.nodes[n].vars);
+                let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+                keys.into_iter()
+                    .filter(|k| !ignore.contains(&k.as_str()) && a.get(*k) != b.get(*k))
+                    .collect()
+            };
             let Some((name, to, fields)) = step_event(&e.description) else {
+                // A crash or a reboot: its node's own variables may all change, no peer's.
+                c.faults += 1;
+                let at: usize = e.description.rsplit('n').next().unwrap().parse().unwrap();
+                for n in (0..pre.nodes.len()).filter(|&n| n != at) {
+                    if let Some(k) = changed(n).first() {
+                        c.broken.push(format!(
+                            "`{}` at step {i} changed n{n}'s {k}, but crashes change no peer",
+                            e.description
+                        ));
+                    }
+                }
                 continue;
             };
-            let (pre, post) = (&p.states[i].state, &post.state);
-            let entry = sets
-                .message(&name, &pre.nodes[to].vars, &fields)
-                .unwrap_or_else(|| panic!("no entry for `{}`", e.description));
-            for (n, (a, b)) in pre.nodes.iter().zip(&post.nodes).enumerate() {
-                let keys: std::collections::BTreeSet<&String> =
-                    a.vars.keys().chain(b.vars.keys()).collect();
-                for k in keys {
-                    if ignore.contains(&k.as_str()) || a.vars.get(k) == b.vars.get(k) {
-                        continue;
+            let Some(entry) = sets.message(&name, &pre.nodes[to].vars, &fields) else {
+                c.broken
+                    .push(format!("no entry for `{}` at step {i}", e.description));
+                continue;
+            };
+            for n in 0..pre.nodes.len() {
+                for k in changed(n) {
+                    if n != to || !entry.update.contains(k) {
+                        c.broken.push(format!(
+                            "`{}` at step {i} changed n{n}'s {k}, which its entry does not update",
+                            e.description
+                        ));
                     }
-                    assert!(
-                        n == to && entry.update.contains(k),
-                        "`{}` at step {i} changed n{n}'s {k}, which its entry does not update",
-                        e.description
-                    );
                 }
             }
             if !entry.emits {
-                silent += 1;
-                assert!(
-                    post.network.iter().all(|m| pre.network.contains(m)),
-                    "`{}` at step {i} sent something, but its entry emits nothing",
-                    e.description
-                );
+                c.silent += 1;
+                if !post.network.iter().all(|m| pre.network.contains(m)) {
+                    c.broken.push(format!(
+                        "`{}` at step {i} sent something, but its entry emits nothing",
+                        e.description
+                    ));
+                }
             }
-            steps += 1;
+            c.steps += 1;
         }
     }
-    let mut swapped = 0;
-    for p in &paths {
+    for p in paths {
         for i in 0..p.events.len().saturating_sub(1) {
             let (a, b) = (&p.events[i], &p.events[i + 1]);
             let (Some(x), Some(y)) = (step_event(&a.description), step_event(&b.description))
@@ -506,36 +496,205 @@ fn the_hand_written_pysyncobj_sets_hold_on_recorded_runs() {
                 }
             };
             let independent =
-                flymc_strategies::flymc::independent(&sets, pre, &event(a, x), &event(b, y));
+                flymc_strategies::flymc::independent(sets, pre, &event(a, x), &event(b, y));
             let mut other: Vec<String> = p.events[..i].iter().map(|e| e.id.to_string()).collect();
             other.push(b.id.to_string());
             other.push(a.id.to_string());
             if let (true, Some(theirs)) = (independent, after.get(&other)) {
                 let mine = &p.states[i + 2].state;
                 let strip = |s: &flymc_model::GlobalState| {
-                    s.nodes
+                    let nodes: Vec<_> = s
+                        .nodes
                         .iter()
                         .map(|n| {
                             let mut v = n.vars.clone();
                             v.remove("exceptions");
                             v
                         })
-                        .collect::<Vec<_>>()
+                        .collect();
+                    (nodes, s.network.clone())
                 };
-                assert_eq!(
-                    strip(mine),
-                    strip(theirs),
-                    "`{}` and `{}` are independent by the sets but do not commute",
-                    a.description,
-                    b.description
-                );
-                swapped += 1;
+                if strip(mine) != strip(theirs) {
+                    c.broken.push(format!(
+                        "`{}` and `{}` are independent by the sets but do not commute",
+                        a.description, b.description
+                    ));
+                }
+                c.swapped += 1;
             }
         }
     }
+    c
+}
+
+/// The hand-written sets file of integrations/pysyncobj (sets.md), checked against runs of the
+/// real nodes (every path of dfs runs, with crashes and reboots), by [`check_sets`]; and the
+/// check itself checked: copies of the file with a claim made false (an update left out, a
+/// handler said to send nothing, two dependent events said to commute) are caught on the same
+/// paths.
+#[test]
+fn the_hand_written_pysyncobj_sets_hold_on_recorded_runs() {
+    use flymc_core::pathfile::PathFile;
+    use flymc_model::sets::{Known, SetsFile};
+
+    let dir = checkout().join("integrations/pysyncobj");
+    let text = std::fs::read_to_string(dir.join("sets.json")).unwrap();
+    let parse = |text: &str| SetsFile::parse("sets.json", text, &Known::default()).unwrap();
+    let sets = parse(&text);
+    let d = tempfile::tempdir().unwrap();
+    // dfs for long paths with crashes and reboots; mdpor (every two events at one node race)
+    // for both orders of adjacent events at one node after a common prefix: its reversal of
+    // such a pair runs the later one first, and the default order then runs the other.
+    for (w, strategy) in [
+        ("write-crash-fixed", "dfs"),
+        ("election", "dfs"),
+        ("write-crash-fixed", "mdpor"),
+        ("election", "mdpor"),
+    ] {
+        let out = format!("paths-{strategy}");
+        let (code, all) = flymc_with_ci_python(
+            &[
+                "run",
+                "--system",
+                dir.join("system.toml").to_str().unwrap(),
+                "--workload",
+                w,
+                "--strategy",
+                strategy,
+                "--max-paths",
+                "25",
+                "--save-paths",
+                "--out",
+                &out,
+            ],
+            d.path(),
+        );
+        assert!(code == 0 || code == 1, "{all}");
+    }
+    let mut paths = Vec::new();
+    for out in ["paths-dfs", "paths-mdpor"] {
+        for f in std::fs::read_dir(d.path().join(out)).unwrap() {
+            let f = f.unwrap().path();
+            if f.to_string_lossy().contains("-all-path") {
+                paths.push(PathFile::load(&f).unwrap());
+            }
+        }
+    }
+    assert!(paths.len() >= 80, "{} recorded paths", paths.len());
+    let c = check_sets(&sets, &paths);
     println!(
-        "sets checked on {} paths: {steps} steps ({silent} that emit nothing), {swapped} independent pairs seen in both orders",
-        paths.len()
+        "sets checked on {} paths: {} steps ({} that emit nothing), {} crashes and reboots, {} independent pairs seen in both orders",
+        paths.len(),
+        c.steps,
+        c.silent,
+        c.faults,
+        c.swapped
     );
-    assert!(steps > 500 && silent > 0, "{steps} steps, {silent} silent");
+    assert!(c.broken.is_empty(), "{}", c.broken.join("\n"));
+    // Every kind of claim met the runs: otherwise its part of the check proves nothing.
+    assert!(
+        c.steps > 500 && c.silent > 0 && c.faults > 0 && c.swapped > 0,
+        "{} steps, {} silent, {} faults, {} swapped",
+        c.steps,
+        c.silent,
+        c.faults,
+        c.swapped
+    );
+
+    // The check catches each kind of false claim on these same paths.
+    let mut no_log = parse(&text);
+    for e in no_log.messages.values_mut().flatten() {
+        e.update.remove("log");
+    }
+    let broken = check_sets(&no_log, &paths).broken;
+    assert!(
+        broken
+            .iter()
+            .any(|b| b.contains("which its entry does not update")),
+        "an update set without `log` passed"
+    );
+    let mut mute = parse(&text);
+    for e in mute.messages.values_mut().flatten() {
+        e.emits = false;
+    }
+    let broken = check_sets(&mute, &paths).broken;
+    assert!(
+        broken
+            .iter()
+            .any(|b| b.contains("but its entry emits nothing")),
+        "handlers said to send nothing passed"
+    );
+    let mut blind = parse(&text);
+    for e in blind.messages.values_mut().flatten() {
+        e.read.clear();
+        e.update.clear();
+        e.send.clear();
+        e.disk.clear();
+    }
+    let broken = check_sets(&blind, &paths).broken;
+    assert!(
+        broken.iter().any(|b| b.contains("do not commute")),
+        "events that do not commute passed as independent"
+    );
+}
+
+/// `[symmetry] roles` in a system file reaches the `flymc` strategy: with PySyncObj's
+/// `roles = "all"` it prunes transitions that differ from explored ones only by a renaming of
+/// nodes, which the same system with `roles = "none"` cannot (its "pruned by symmetry" count
+/// is then transitions explored before as they are), over the same 40 paths.
+#[test]
+fn the_flymc_strategy_uses_the_symmetry_a_system_file_declares() {
+    let src = checkout().join("integrations/pysyncobj");
+    let d = tempfile::tempdir().unwrap();
+    let copy = d.path().join("pysyncobj");
+    std::fs::create_dir_all(copy.join("workloads")).unwrap();
+    for f in ["node.py", "fix.py", "sets.json", "system.toml"] {
+        std::fs::copy(src.join(f), copy.join(f)).unwrap();
+    }
+    std::fs::copy(
+        src.join("workloads/election.toml"),
+        copy.join("workloads/election.toml"),
+    )
+    .unwrap();
+    let pruned = |system: &Path| -> u64 {
+        let (code, all) = flymc_with_ci_python(
+            &[
+                "run",
+                "--system",
+                system.to_str().unwrap(),
+                "--workload",
+                "election",
+                "--strategy",
+                "flymc",
+                "--max-paths",
+                "40",
+                "--keep-going",
+            ],
+            d.path(),
+        );
+        assert!(code == 0 || code == 1, "{all}");
+        let at = all.find("pruned by symmetry ").expect(&all) + "pruned by symmetry ".len();
+        all[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let declared = pruned(&copy.join("system.toml"));
+    let toml = std::fs::read_to_string(copy.join("system.toml")).unwrap();
+    assert!(toml.contains("roles = \"all\""), "{toml}");
+    std::fs::write(
+        copy.join("system.toml"),
+        toml.replace("roles = \"all\"", "roles = \"none\""),
+    )
+    .unwrap();
+    let none = pruned(&copy.join("system.toml"));
+    println!(
+        "pruned by symmetry in 40 paths: {declared} with roles = \"all\", {none} with \"none\""
+    );
+    assert!(
+        declared > none,
+        "pruned by symmetry: {declared} with roles = \"all\", {none} with roles = \"none\""
+    );
 }

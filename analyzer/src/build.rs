@@ -317,32 +317,89 @@ enum Kinds {
     Field(String, Vec<(String, Sym)>),
 }
 
+/// One handler's analysis: what it reports, its message class and how that maps to kinds,
+/// and the path groups found.
+struct HandlerRun {
+    report: HandlerReport,
+    msg_class: String,
+    kinds: Kinds,
+    paths: Vec<PathOut>,
+}
+
+/// What the phases of a run share: the program, the spec, where the spec came from, and what
+/// they found on the way (gaps, and the dictionary patterns some call matched).
+struct Run<'p> {
+    prog: &'p Program,
+    spec: &'p Spec,
+    /// Where the spec came from, for errors.
+    wf: String,
+    gaps: Vec<Gap>,
+    /// The dictionary patterns some call matched (see `unmatched`).
+    matched: BTreeSet<crate::spec::CallPat>,
+}
+
+/// The analysis in three phases: every handler's paths, the paths by message kind, and the
+/// sets file (with crashes and reboots).
 pub fn run(
     prog: &Program,
     spec: &Spec,
     system: &str,
     spec_file: Option<&Path>,
 ) -> Result<Output, AnalyzeError> {
-    let wf = where_of(spec_file);
     if spec.handlers.is_empty() {
         return Err(AnalyzeError::NoHandlers(
             "no message handler is annotated (@FlyMCHandler, or [[handler]] in the side file)"
                 .into(),
         ));
     }
-    let mut gaps = Vec::new();
+    let mut r = Run {
+        prog,
+        spec,
+        wf: where_of(spec_file),
+        gaps: Vec::new(),
+        matched: BTreeSet::new(),
+    };
     let mut reports = Vec::new();
-    // message class -> kinds -> paths
+    // message class -> the handlers' paths
     let mut by_class: BTreeMap<String, Vec<(usize, Vec<PathOut>)>> = BTreeMap::new();
     let mut class_kinds: BTreeMap<String, Kinds> = BTreeMap::new();
-    let mut handler_kind: BTreeMap<usize, Option<String>> = BTreeMap::new();
-    // The dictionary patterns some call matched (see `unmatched`).
-    let mut matched = BTreeSet::new();
-
     for (hi, h) in spec.handlers.iter().enumerate() {
+        let run = r.handler(h)?;
+        class_kinds
+            .entry(run.msg_class.clone())
+            .or_insert(run.kinds);
+        reports.push(run.report);
+        by_class
+            .entry(run.msg_class)
+            .or_default()
+            .push((hi, run.paths));
+    }
+    let (kind_paths, mut kind_reports) = r.by_kind(&by_class, &class_kinds, &mut reports);
+    let mut messages = BTreeMap::new();
+    for (kind, paths) in &kind_paths {
+        let (entries, fields, origins) = entries_for(paths);
+        let k = kind_reports.entry(kind.clone()).or_default();
+        k.paths = paths.len();
+        k.origins = origins;
+        messages.insert(kind.clone(), RawMessage { fields, entries });
+    }
+    let sets = r.sets(system, messages)?;
+    Ok(Output {
+        sets,
+        gaps: r.gaps,
+        handlers: reports,
+        kinds: kind_reports,
+    })
+}
+
+impl Run<'_> {
+    /// Walk one handler from where it receives its message to its end.
+    fn handler(&mut self, h: &HandlerSpec) -> Result<HandlerRun, AnalyzeError> {
+        let (prog, spec) = (self.prog, self.spec);
+        let wf = self.wf.clone();
         let (m, others) = handler_method(prog, spec, h, &wf)?;
         if !others.is_empty() {
-            gaps.push(gap(
+            self.gaps.push(gap(
                 &exec::file_name(&m.file),
                 m.line,
                 format!(
@@ -359,29 +416,7 @@ pub fn run(
         let mut ex = Exec::new(prog, spec);
         let mut init = ex.initial(m, BTreeMap::new());
         let msg = ex.msg_val(&msg_class);
-        let mut states = vec![];
-        // the handler's own guard
-        let guard_atoms = match &h.guard {
-            Some(g) => {
-                let e = guard::parse(g).map_err(|e| AnalyzeError::Annotation {
-                    file: wf.clone(),
-                    message: format!(
-                        "handler `{}.{}` guard `{g}` does not parse: {e}",
-                        h.class, h.method
-                    ),
-                })?;
-                let sym = guard_to_sym(&e).ok_or_else(|| AnalyzeError::Annotation {
-                    file: wf.clone(),
-                    message: format!(
-                        "handler `{}.{}` guard `{g}` uses nested paths",
-                        h.class, h.method
-                    ),
-                })?;
-                check_guard_names(prog, spec, h, g, &sym, &msg_class, &wf)?;
-                Some(sym)
-            }
-            None => None,
-        };
+        let guard_atoms = self.handler_guard(h, &msg_class)?;
         let body = m.body.as_ref().ok_or_else(|| AnalyzeError::Annotation {
             file: wf.clone(),
             message: format!("handler `{}.{}` has no body", h.class, h.method),
@@ -390,25 +425,7 @@ pub fn run(
             Exec::bind_local(&mut init, &msg_var, msg.clone());
             vec![vec![Step::Begin]]
         } else {
-            let sites = match &h.receive {
-                Some(r) => exec::find_sites(body, &|s| calls_with_arg(s, r, &msg_var)),
-                None => exec::find_sites(body, &|s| declares(s, &msg_var)),
-            };
-            if sites.is_empty() {
-                return Err(AnalyzeError::Annotation {
-                    file: wf.clone(),
-                    message: format!(
-                        "handler `{}.{}`: no statement {} `{msg_var}`",
-                        h.class,
-                        h.method,
-                        match &h.receive {
-                            Some(r) => format!("calls `{r}` with"),
-                            None => "declares".into(),
-                        }
-                    ),
-                });
-            }
-            sites
+            receive_sites(h, body, &msg_var, &wf)?
         };
         ex.set_stop_call(h.receive.clone());
         let mut finals: Vec<St> = Vec::new();
@@ -419,31 +436,23 @@ pub fn run(
                 Some(g) => ex.assume(st, g.clone(), true),
                 None => vec![st],
             };
-            states = ex.run_from(body, site, start);
-            finals.append(&mut states);
+            finals.extend(ex.run_from(body, site, start));
         }
         // The commands the handler queued run after it, as part of the same event.
         let (drained, complete) = ex.drain_queue(finals);
         let mut finals = drained;
+        let here = |message: String| gap(&exec::file_name(&m.file), m.line, message);
         if !complete {
-            gaps.push(gap(
-                &exec::file_name(&m.file),
-                m.line,
-                format!(
-                    "handler `{}.{}`: commands kept queueing commands; the queue was run 4 rounds deep",
-                    h.class, h.method
-                ),
-            ));
+            self.gaps.push(here(format!(
+                "handler `{}.{}`: commands kept queueing commands; the queue was run 4 rounds deep",
+                h.class, h.method
+            )));
         }
         if ex.over_budget() {
-            gaps.push(gap(
-                &exec::file_name(&m.file),
-                m.line,
-                format!(
-                    "handler `{}.{}`: the analysis hit its step limit; paths were cut short",
-                    h.class, h.method
-                ),
-            ));
+            self.gaps.push(here(format!(
+                "handler `{}.{}`: the analysis hit its step limit; paths were cut short",
+                h.class, h.method
+            )));
         }
         if h.reply {
             // What the handler returns goes back to the sender.
@@ -473,9 +482,56 @@ pub fn run(
             })
             .collect();
         let seen = ex.seen.into_inner();
-        matched.extend(seen.matched.iter().cloned());
+        self.matched.extend(seen.matched.iter().cloned());
+        self.seen_gaps(h, m, &seen);
+        Ok(HandlerRun {
+            report: HandlerReport {
+                name: format!(
+                    "{}.{}",
+                    if h.class.is_empty() { "fn" } else { &h.class },
+                    h.method
+                ),
+                file: exec::file_name(&m.file),
+                line: m.line,
+                message_class: msg_class.clone(),
+                kinds: vec![],
+                paths: paths.len(),
+                opaque_conditions: seen.opaque_conditions.into_iter().collect(),
+                external_calls: seen.external_calls.into_iter().collect(),
+            },
+            kinds: kinds_of(prog, spec, h, &msg_class),
+            msg_class,
+            paths,
+        })
+    }
+
+    /// The handler's own guard, checked against the declared names.
+    fn handler_guard(&self, h: &HandlerSpec, msg_class: &str) -> Result<Option<Sym>, AnalyzeError> {
+        let Some(g) = &h.guard else {
+            return Ok(None);
+        };
+        let e = guard::parse(g).map_err(|e| AnalyzeError::Annotation {
+            file: self.wf.clone(),
+            message: format!(
+                "handler `{}.{}` guard `{g}` does not parse: {e}",
+                h.class, h.method
+            ),
+        })?;
+        let sym = guard_to_sym(&e).ok_or_else(|| AnalyzeError::Annotation {
+            file: self.wf.clone(),
+            message: format!(
+                "handler `{}.{}` guard `{g}` uses nested paths",
+                h.class, h.method
+            ),
+        })?;
+        check_guard_names(self.prog, self.spec, h, g, &sym, msg_class, &self.wf)?;
+        Ok(Some(sym))
+    }
+
+    /// What the walk of handler `h` (method `m`) noted, as gaps.
+    fn seen_gaps(&mut self, h: &HandlerSpec, m: &Method, seen: &exec::Seen) {
         for n in &seen.notes {
-            gaps.push(gap(
+            self.gaps.push(gap(
                 &n.file,
                 n.line,
                 format!("{}.{}: {}", h.class, h.method, n.message),
@@ -488,7 +544,7 @@ pub fn run(
                 .take(12)
                 .map(|(f, l)| format!("{f}:{l}"))
                 .collect();
-            gaps.push(gap(
+            self.gaps.push(gap(
                 &exec::file_name(&m.file),
                 0,
                 format!(
@@ -501,141 +557,111 @@ pub fn run(
                 ),
             ));
         }
-        let kinds = kinds_of(prog, spec, h, &msg_class);
-        handler_kind.insert(hi, h.kind.clone());
-        class_kinds.entry(msg_class.clone()).or_insert(kinds);
-        reports.push(HandlerReport {
-            name: format!(
-                "{}.{}",
-                if h.class.is_empty() { "fn" } else { &h.class },
-                h.method
-            ),
-            file: exec::file_name(&m.file),
-            line: m.line,
-            message_class: msg_class.clone(),
-            kinds: vec![],
-            paths: paths.len(),
-            opaque_conditions: seen.opaque_conditions.into_iter().collect(),
-            external_calls: seen.external_calls.into_iter().collect(),
-        });
-        by_class.entry(msg_class).or_default().push((hi, paths));
     }
 
-    // Per kind: the path groups, with the discriminator's atoms removed.
-    let mut kind_paths: BTreeMap<String, Vec<PathOut>> = BTreeMap::new();
-    let mut kind_reports: BTreeMap<String, KindReport> = BTreeMap::new();
-    for (class, handlers) in &by_class {
-        let kinds = &class_kinds[class];
-        for (hi, paths) in handlers {
-            let hname = reports[*hi].name.clone();
-            let mut hk = BTreeSet::new();
-            let fixed = handler_kind[hi].clone().or(match kinds {
-                Kinds::Fixed(k) => Some(k.clone()),
-                _ => None,
-            });
-            match (fixed, kinds) {
-                (Some(k), _) => {
-                    for p in paths {
-                        kind_paths.entry(k.clone()).or_default().push(PathOut {
-                            atoms: p.atoms.clone(),
-                            sets: p.sets.clone(),
-                        });
-                    }
-                    hk.insert(k);
-                }
-                (None, Kinds::Field(field, known)) => {
-                    let mut all: Vec<(String, Sym)> = known.clone();
-                    // constants the handlers compare the field with
-                    for (_, ps) in handlers {
-                        for p in ps {
-                            for a in &p.atoms {
-                                if let Some((Sym::M(f), v)) =
-                                    a.equality().map(|(x, v)| (x.clone(), v))
-                                {
-                                    if f == *field {
-                                        let (name, s) = const_of(&a.test);
-                                        let _ = v;
-                                        if !all.iter().any(|(n, _)| *n == name) {
-                                            all.push((name, s));
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    for (kname, kval) in &all {
-                        let k_atom =
-                            Atom::new(Sym::bin(Sym::M(field.clone()), SOp::Eq, kval.clone()), true);
+    /// Per kind: the path groups, with the discriminator's atoms removed; each handler's
+    /// report gets the kinds it contributes to.
+    fn by_kind(
+        &self,
+        by_class: &BTreeMap<String, Vec<(usize, Vec<PathOut>)>>,
+        class_kinds: &BTreeMap<String, Kinds>,
+        reports: &mut [HandlerReport],
+    ) -> (BTreeMap<String, Vec<PathOut>>, BTreeMap<String, KindReport>) {
+        let mut kind_paths: BTreeMap<String, Vec<PathOut>> = BTreeMap::new();
+        let mut kind_reports: BTreeMap<String, KindReport> = BTreeMap::new();
+        for (class, handlers) in by_class {
+            let kinds = &class_kinds[class];
+            for (hi, paths) in handlers {
+                let hname = reports[*hi].name.clone();
+                let mut hk = BTreeSet::new();
+                let fixed = self.spec.handlers[*hi].kind.clone().or(match kinds {
+                    Kinds::Fixed(k) => Some(k.clone()),
+                    _ => None,
+                });
+                match (fixed, kinds) {
+                    (Some(k), _) => {
                         for p in paths {
-                            if inconsistent(&p.atoms, std::slice::from_ref(&k_atom)) {
-                                continue;
+                            kind_paths.entry(k.clone()).or_default().push(PathOut {
+                                atoms: p.atoms.clone(),
+                                sets: p.sets.clone(),
+                            });
+                        }
+                        hk.insert(k);
+                    }
+                    (None, Kinds::Field(field, known)) => {
+                        let all = field_kinds(field, known, handlers);
+                        for (kname, kval) in &all {
+                            for p in by_field_kind(paths, field, kval) {
+                                kind_paths.entry(kname.clone()).or_default().push(p);
+                                hk.insert(kname.clone());
                             }
-                            let atoms: Vec<Atom> = p
-                                .atoms
-                                .iter()
-                                .filter(|a| !a.test.mentions_msg_field(field))
-                                .cloned()
-                                .collect();
-                            let mut sets = p.sets.clone();
-                            sets.msg_fields.remove(KIND_FIELD);
-                            kind_paths
-                                .entry(kname.clone())
-                                .or_default()
-                                .push(PathOut { atoms, sets });
-                            hk.insert(kname.clone());
                         }
                     }
+                    (None, Kinds::Fixed(_)) => unreachable!(),
                 }
-                (None, Kinds::Fixed(_)) => unreachable!(),
-            }
-            for k in &hk {
-                let r = kind_reports.entry(k.clone()).or_default();
-                if !r.handlers.contains(&hname) {
-                    r.handlers.push(hname.clone());
+                for k in &hk {
+                    let r = kind_reports.entry(k.clone()).or_default();
+                    if !r.handlers.contains(&hname) {
+                        r.handlers.push(hname.clone());
+                    }
                 }
+                reports[*hi].kinds = hk.into_iter().collect();
             }
-            reports[*hi].kinds = hk.into_iter().collect();
         }
+        (kind_paths, kind_reports)
     }
 
-    let vars = spec.all_vars();
-    let mut messages = BTreeMap::new();
-    for (kind, paths) in &kind_paths {
-        let (entries, fields, origins) = entries_for(paths);
-        let r = kind_reports.entry(kind.clone()).or_default();
-        r.paths = paths.len();
-        r.origins = origins;
-        messages.insert(kind.clone(), RawMessage { fields, entries });
-    }
-
-    // Crashes and reboots.
-    let (crash_self, crash_peer) =
-        fault_sets(prog, spec, &spec.crashes, &mut gaps, &mut matched, &wf)?;
-    let (reboot_self, reboot_peer) =
-        fault_sets(prog, spec, &spec.reboots, &mut gaps, &mut matched, &wf)?;
-    gaps.extend(crate::unmatched::report(prog, spec, &matched, &wf));
-    let volatile: BTreeSet<String> = vars
-        .values()
-        .filter(|v| !v.persistent && !spec.is_holder(&v.name))
-        .map(|v| v.name.clone())
-        .collect();
-    let all: BTreeSet<String> = vars
-        .keys()
-        .filter(|v| !spec.is_holder(v))
-        .cloned()
-        .collect();
-    let crash = vec![RawFault {
-        guard: "true".into(),
-        update: crash_self.unwrap_or(volatile),
-        peer_update: crash_peer.unwrap_or_default(),
-    }];
-    let reboot = vec![RawFault {
-        guard: "true".into(),
-        update: reboot_self.unwrap_or(all.clone()),
-        peer_update: reboot_peer.unwrap_or_default(),
-    }];
-    Ok(Output {
-        sets: RawSets {
+    /// The sets file: node variables, the messages' entries, crashes and reboots.
+    fn sets(
+        &mut self,
+        system: &str,
+        messages: BTreeMap<String, RawMessage>,
+    ) -> Result<RawSets, AnalyzeError> {
+        let (prog, spec) = (self.prog, self.spec);
+        let vars = spec.all_vars();
+        let (crash_self, crash_peer) = fault_sets(
+            prog,
+            spec,
+            &spec.crashes,
+            &mut self.gaps,
+            &mut self.matched,
+            &self.wf,
+        )?;
+        let (reboot_self, reboot_peer) = fault_sets(
+            prog,
+            spec,
+            &spec.reboots,
+            &mut self.gaps,
+            &mut self.matched,
+            &self.wf,
+        )?;
+        self.gaps.extend(crate::unmatched::report(
+            prog,
+            spec,
+            &self.matched,
+            &self.wf,
+        ));
+        let volatile: BTreeSet<String> = vars
+            .values()
+            .filter(|v| !v.persistent && !spec.is_holder(&v.name))
+            .map(|v| v.name.clone())
+            .collect();
+        let all: BTreeSet<String> = vars
+            .keys()
+            .filter(|v| !spec.is_holder(v))
+            .cloned()
+            .collect();
+        let crash = vec![RawFault {
+            guard: "true".into(),
+            update: crash_self.unwrap_or(volatile),
+            peer_update: crash_peer.unwrap_or_default(),
+        }];
+        let reboot = vec![RawFault {
+            guard: "true".into(),
+            update: reboot_self.unwrap_or(all.clone()),
+            peer_update: reboot_peer.unwrap_or_default(),
+        }];
+        Ok(RawSets {
             format: FORMAT.into(),
             version: VERSION,
             system: system.into(),
@@ -644,11 +670,86 @@ pub fn run(
             messages,
             crash,
             reboot,
-        },
-        gaps,
-        handlers: reports,
-        kinds: kind_reports,
-    })
+        })
+    }
+}
+
+/// The statements where a handler that does not take its message as a parameter receives
+/// it: those calling `receive` with it, or declaring it.
+fn receive_sites(
+    h: &HandlerSpec,
+    body: &crate::ir::Block,
+    msg_var: &str,
+    wf: &str,
+) -> Result<Vec<Vec<Step>>, AnalyzeError> {
+    let sites = match &h.receive {
+        Some(r) => exec::find_sites(body, &|s| calls_with_arg(s, r, msg_var)),
+        None => exec::find_sites(body, &|s| declares(s, msg_var)),
+    };
+    if sites.is_empty() {
+        return Err(AnalyzeError::Annotation {
+            file: wf.into(),
+            message: format!(
+                "handler `{}.{}`: no statement {} `{msg_var}`",
+                h.class,
+                h.method,
+                match &h.receive {
+                    Some(r) => format!("calls `{r}` with"),
+                    None => "declares".into(),
+                }
+            ),
+        });
+    }
+    Ok(sites)
+}
+
+/// The kinds a discriminator field can take: those known up front, then the constants the
+/// handlers of the message class compare the field with.
+fn field_kinds(
+    field: &str,
+    known: &[(String, Sym)],
+    handlers: &[(usize, Vec<PathOut>)],
+) -> Vec<(String, Sym)> {
+    let mut all: Vec<(String, Sym)> = known.to_vec();
+    for (_, ps) in handlers {
+        for p in ps {
+            for a in &p.atoms {
+                if let Some(Sym::M(f)) = a.equality().map(|(x, _)| x.clone()) {
+                    if f == field {
+                        let (name, s) = const_of(&a.test);
+                        if !all.iter().any(|(n, _)| *n == name) {
+                            all.push((name, s));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    all
+}
+
+/// The paths that may be of the kind `field == kval`, without their atoms on the field.
+fn by_field_kind(paths: &[PathOut], field: &str, kval: &Sym) -> Vec<PathOut> {
+    let k_atom = Atom::new(
+        Sym::bin(Sym::M(field.to_string()), SOp::Eq, kval.clone()),
+        true,
+    );
+    let mut out = Vec::new();
+    for p in paths {
+        if inconsistent(&p.atoms, std::slice::from_ref(&k_atom)) {
+            continue;
+        }
+        let atoms: Vec<Atom> = p
+            .atoms
+            .iter()
+            .filter(|a| !a.test.mentions_msg_field(field))
+            .cloned()
+            .collect();
+        let mut sets = p.sets.clone();
+        sets.msg_fields.remove(KIND_FIELD);
+        out.push(PathOut { atoms, sets });
+    }
+    out
 }
 
 /// Keep only the conditions on message fields the hook reports, under the names it reports

@@ -472,32 +472,7 @@ fn stmt(ctx: &mut Ctx, n: Node) -> Stmt {
                 body,
             }
         }
-        "for_statement" => {
-            let mut init = Vec::new();
-            let mut c = n.walk();
-            let inits: Vec<Node> = n.children_by_field_name("init", &mut c).collect();
-            for i in inits {
-                if i.kind() == "local_variable_declaration" {
-                    stmt_into(ctx, i, &mut init);
-                } else {
-                    let e = expr(ctx, i);
-                    let s = ctx.stmt(i, StmtKind::Expr(e));
-                    init.push(s);
-                }
-            }
-            let cond = field(n, "condition").map(|c| expr(ctx, c));
-            let mut c = n.walk();
-            let ups: Vec<Node> = n.children_by_field_name("update", &mut c).collect();
-            let update = ups.into_iter().map(|u| expr(ctx, u)).collect();
-            let body = field(n, "body").map(|b| block(ctx, b)).unwrap_or_default();
-            StmtKind::Loop {
-                label: None,
-                init,
-                cond,
-                update,
-                body,
-            }
-        }
+        "for_statement" => for_loop(ctx, n),
         "enhanced_for_statement" => {
             let name = field(n, "name").map(|x| ctx.text(x)).unwrap_or_default();
             let ty = field(n, "type").map(|x| simple_type(&ctx.text(x)));
@@ -528,93 +503,7 @@ fn stmt(ctx: &mut Ctx, n: Node) -> Stmt {
                 .map(|e| expr(ctx, *e))
                 .unwrap_or(Expr::Opaque(vec![])),
         ),
-        "try_statement" | "try_with_resources_statement" => {
-            let mut pre = Vec::new();
-            if let Some(res) = field(n, "resources") {
-                for r in kids(res) {
-                    if r.kind() == "resource" {
-                        let name = field(r, "name").map(|x| ctx.text(x));
-                        let ty = field(r, "type").map(|x| simple_type(&ctx.text(x)));
-                        let init = field(r, "value").map(|v| expr(ctx, v));
-                        let s = match name {
-                            Some(name) => StmtKind::Local {
-                                pat: Pat::Bind(name),
-                                ty,
-                                init,
-                                annots: vec![],
-                                els: None,
-                            },
-                            None => StmtKind::Expr(
-                                kids(r)
-                                    .first()
-                                    .map(|e| expr(ctx, *e))
-                                    .unwrap_or(Expr::Opaque(vec![])),
-                            ),
-                        };
-                        let s = ctx.stmt(r, s);
-                        pre.push(s);
-                    }
-                }
-            }
-            let mut body = field(n, "body").map(|b| block(ctx, b)).unwrap_or_default();
-            if !pre.is_empty() {
-                pre.append(&mut body.stmts);
-                body.stmts = pre;
-            }
-            let mut catches = Vec::new();
-            let mut finally = None;
-            for k in kids(n) {
-                match k.kind() {
-                    "catch_clause" => {
-                        let mut types = Vec::new();
-                        let mut var = String::new();
-                        let mut annots = Vec::new();
-                        for p in kids(k) {
-                            if p.kind() == "catch_formal_parameter" {
-                                annots = modifiers(ctx, p).0;
-                                var = field(p, "name").map(|x| ctx.text(x)).unwrap_or_default();
-                                for t in kids(p) {
-                                    if t.kind() == "catch_type" {
-                                        for tt in kids(t) {
-                                            types.push(simple_type(&ctx.text(tt)));
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                        let bnode = field(k, "body");
-                        if let Some(b) = bnode {
-                            if comments_mark(ctx, b, "@FlyMCCrashHandling") {
-                                annots.push(Annot {
-                                    name: "FlyMCCrashHandling".into(),
-                                    args: BTreeMap::new(),
-                                });
-                            }
-                        }
-                        let body = bnode.map(|b| block(ctx, b)).unwrap_or_default();
-                        catches.push(Catch {
-                            types,
-                            var,
-                            body,
-                            annots,
-                            line: line(k),
-                        });
-                    }
-                    "finally_clause" => {
-                        finally = kids(k)
-                            .into_iter()
-                            .find(|b| b.kind() == "block")
-                            .map(|b| block(ctx, b));
-                    }
-                    _ => {}
-                }
-            }
-            StmtKind::Try {
-                body,
-                catches,
-                finally,
-            }
-        }
+        "try_statement" | "try_with_resources_statement" => try_stmt(ctx, n),
         "synchronized_statement" => {
             let mut b = field(n, "body").map(|b| block(ctx, b)).unwrap_or_default();
             if let Some(lock) = kids(n)
@@ -637,6 +526,132 @@ fn stmt(ctx: &mut Ctx, n: Node) -> Stmt {
         _ => StmtKind::Opaque(vec![]),
     };
     ctx.stmt(n, kind)
+}
+
+/// `for (init; cond; update) body`.
+fn for_loop(ctx: &mut Ctx, n: Node) -> StmtKind {
+    let mut init = Vec::new();
+    let mut c = n.walk();
+    let inits: Vec<Node> = n.children_by_field_name("init", &mut c).collect();
+    for i in inits {
+        if i.kind() == "local_variable_declaration" {
+            stmt_into(ctx, i, &mut init);
+        } else {
+            let e = expr(ctx, i);
+            let s = ctx.stmt(i, StmtKind::Expr(e));
+            init.push(s);
+        }
+    }
+    let cond = field(n, "condition").map(|c| expr(ctx, c));
+    let mut c = n.walk();
+    let ups: Vec<Node> = n.children_by_field_name("update", &mut c).collect();
+    let update = ups.into_iter().map(|u| expr(ctx, u)).collect();
+    let body = field(n, "body").map(|b| block(ctx, b)).unwrap_or_default();
+    StmtKind::Loop {
+        label: None,
+        init,
+        cond,
+        update,
+        body,
+    }
+}
+
+/// `try (resources) { body } catch ... finally ...`: the resources are locals declared at
+/// the start of the body.
+fn try_stmt(ctx: &mut Ctx, n: Node) -> StmtKind {
+    let mut pre = Vec::new();
+    if let Some(res) = field(n, "resources") {
+        for r in kids(res) {
+            if r.kind() == "resource" {
+                let s = resource(ctx, r);
+                let s = ctx.stmt(r, s);
+                pre.push(s);
+            }
+        }
+    }
+    let mut body = field(n, "body").map(|b| block(ctx, b)).unwrap_or_default();
+    if !pre.is_empty() {
+        pre.append(&mut body.stmts);
+        body.stmts = pre;
+    }
+    let mut catches = Vec::new();
+    let mut finally = None;
+    for k in kids(n) {
+        match k.kind() {
+            "catch_clause" => catches.push(catch_clause(ctx, k)),
+            "finally_clause" => {
+                finally = kids(k)
+                    .into_iter()
+                    .find(|b| b.kind() == "block")
+                    .map(|b| block(ctx, b));
+            }
+            _ => {}
+        }
+    }
+    StmtKind::Try {
+        body,
+        catches,
+        finally,
+    }
+}
+
+/// One resource of a try-with-resources: a local when it is declared, else its expression.
+fn resource(ctx: &mut Ctx, r: Node) -> StmtKind {
+    let name = field(r, "name").map(|x| ctx.text(x));
+    let ty = field(r, "type").map(|x| simple_type(&ctx.text(x)));
+    let init = field(r, "value").map(|v| expr(ctx, v));
+    match name {
+        Some(name) => StmtKind::Local {
+            pat: Pat::Bind(name),
+            ty,
+            init,
+            annots: vec![],
+            els: None,
+        },
+        None => StmtKind::Expr(
+            kids(r)
+                .first()
+                .map(|e| expr(ctx, *e))
+                .unwrap_or(Expr::Opaque(vec![])),
+        ),
+    }
+}
+
+/// `catch (A | B e) { body }`, with a `@FlyMCCrashHandling` comment in the body as an annotation.
+fn catch_clause(ctx: &mut Ctx, k: Node) -> Catch {
+    let mut types = Vec::new();
+    let mut var = String::new();
+    let mut annots = Vec::new();
+    for p in kids(k) {
+        if p.kind() == "catch_formal_parameter" {
+            annots = modifiers(ctx, p).0;
+            var = field(p, "name").map(|x| ctx.text(x)).unwrap_or_default();
+            for t in kids(p) {
+                if t.kind() == "catch_type" {
+                    for tt in kids(t) {
+                        types.push(simple_type(&ctx.text(tt)));
+                    }
+                }
+            }
+        }
+    }
+    let bnode = field(k, "body");
+    if let Some(b) = bnode {
+        if comments_mark(ctx, b, "@FlyMCCrashHandling") {
+            annots.push(Annot {
+                name: "FlyMCCrashHandling".into(),
+                args: BTreeMap::new(),
+            });
+        }
+    }
+    let body = bnode.map(|b| block(ctx, b)).unwrap_or_default();
+    Catch {
+        types,
+        var,
+        body,
+        annots,
+        line: line(k),
+    }
 }
 
 fn switch(ctx: &mut Ctx, n: Node) -> Stmt {
@@ -762,6 +777,7 @@ fn binop(op: &str) -> Option<BinOp> {
     })
 }
 
+/// An expression in the IR: one function per kind of syntax that needs more than a few lines.
 fn expr(ctx: &mut Ctx, n: Node) -> Expr {
     match n.kind() {
         "identifier" => Expr::Name(ctx.text(n)),
@@ -800,62 +816,13 @@ fn expr(ctx: &mut Ctx, n: Node) -> Expr {
                 line: line(n),
             }
         }
-        "object_creation_expression" => {
-            let ty = field(n, "type")
-                .map(|x| simple_type(&ctx.text(x)))
-                .unwrap_or_default();
-            let mut args = args_of(ctx, n);
-            // Anonymous class bodies: their methods become lambdas passed along, so their effects
-            // are counted where the object is created.
-            for k in kids(n) {
-                if k.kind() == "class_body" {
-                    for m in kids(k) {
-                        if m.kind() == "method_declaration" {
-                            let me = method(ctx, m, &ty);
-                            args.push(Expr::Lambda {
-                                params: me.params.iter().map(|p| p.name.clone()).collect(),
-                                body: me.body.unwrap_or_default(),
-                            });
-                        }
-                    }
-                }
-            }
-            Expr::New {
-                ty,
-                args,
-                line: line(n),
-            }
-        }
+        "object_creation_expression" => new_expr(ctx, n),
         "array_access" => {
-            let a = field(n, "array")
-                .map(|x| expr(ctx, x))
-                .unwrap_or(Expr::Opaque(vec![]));
-            let i = field(n, "index")
-                .map(|x| expr(ctx, x))
-                .unwrap_or(Expr::Opaque(vec![]));
+            let a = sub(ctx, n, "array");
+            let i = sub(ctx, n, "index");
             Expr::Index(Box::new(a), Box::new(i))
         }
-        "assignment_expression" => {
-            let target = field(n, "left")
-                .map(|x| expr(ctx, x))
-                .unwrap_or(Expr::Opaque(vec![]));
-            let value = field(n, "right")
-                .map(|x| expr(ctx, x))
-                .unwrap_or(Expr::Opaque(vec![]));
-            let op = field(n, "operator")
-                .map(|x| ctx.text(x))
-                .unwrap_or_default();
-            let op = if op == "=" {
-                None
-            } else {
-                binop(op.trim_end_matches('='))
-            };
-            Expr::Assign {
-                target: Box::new(target),
-                op,
-                value: Box::new(value),
-            }
-        }
+        "assignment_expression" => assign_expr(ctx, n),
         "update_expression" => {
             let t = ctx.text(n);
             let target = kids(n)
@@ -868,12 +835,8 @@ fn expr(ctx: &mut Ctx, n: Node) -> Expr {
             }
         }
         "binary_expression" => {
-            let a = field(n, "left")
-                .map(|x| expr(ctx, x))
-                .unwrap_or(Expr::Opaque(vec![]));
-            let b = field(n, "right")
-                .map(|x| expr(ctx, x))
-                .unwrap_or(Expr::Opaque(vec![]));
+            let a = sub(ctx, n, "left");
+            let b = sub(ctx, n, "right");
             let op = field(n, "operator")
                 .map(|x| ctx.text(x))
                 .unwrap_or_default();
@@ -883,9 +846,7 @@ fn expr(ctx: &mut Ctx, n: Node) -> Expr {
             }
         }
         "unary_expression" => {
-            let a = field(n, "operand")
-                .map(|x| expr(ctx, x))
-                .unwrap_or(Expr::Opaque(vec![]));
+            let a = sub(ctx, n, "operand");
             let op = match field(n, "operator").map(|x| ctx.text(x)).as_deref() {
                 Some("!") => UnOp::Not,
                 Some("-") => UnOp::Neg,
@@ -906,42 +867,13 @@ fn expr(ctx: &mut Ctx, n: Node) -> Expr {
             )
         }
         "instanceof_expression" => {
-            let a = field(n, "left")
-                .map(|x| expr(ctx, x))
-                .unwrap_or(Expr::Opaque(vec![]));
+            let a = sub(ctx, n, "left");
             let t = field(n, "right")
                 .map(|x| simple_type(&ctx.text(x)))
                 .unwrap_or_default();
             Expr::InstanceOf(Box::new(a), t)
         }
-        "lambda_expression" => {
-            let params = field(n, "parameters")
-                .map(|p| {
-                    if p.kind() == "identifier" {
-                        vec![ctx.text(p)]
-                    } else {
-                        kids(p)
-                            .into_iter()
-                            .map(|k| {
-                                field(k, "name")
-                                    .map(|x| ctx.text(x))
-                                    .unwrap_or_else(|| ctx.text(k))
-                            })
-                            .collect()
-                    }
-                })
-                .unwrap_or_default();
-            let body = match field(n, "body") {
-                Some(b) if b.kind() == "block" => block(ctx, b),
-                Some(e) => {
-                    let e = expr(ctx, e);
-                    let s = ctx.stmt(n, StmtKind::Return(Some(e)));
-                    Block::new(vec![s])
-                }
-                None => Block::default(),
-            };
-            Expr::Lambda { params, body }
-        }
+        "lambda_expression" => lambda_expr(ctx, n),
         "switch_expression" => Expr::Stmt(Box::new(switch(ctx, n))),
         "decimal_integer_literal"
         | "hex_integer_literal"
@@ -966,4 +898,87 @@ fn expr(ctx: &mut Ctx, n: Node) -> Expr {
             Expr::Opaque(subs)
         }
     }
+}
+
+/// The expression in field `name` of `n`; an opaque one when it has none.
+fn sub(ctx: &mut Ctx, n: Node, name: &str) -> Expr {
+    field(n, name)
+        .map(|x| expr(ctx, x))
+        .unwrap_or(Expr::Opaque(vec![]))
+}
+
+/// `new T(args)`. Anonymous class bodies: their methods become lambdas passed along, so
+/// their effects are counted where the object is created.
+fn new_expr(ctx: &mut Ctx, n: Node) -> Expr {
+    let ty = field(n, "type")
+        .map(|x| simple_type(&ctx.text(x)))
+        .unwrap_or_default();
+    let mut args = args_of(ctx, n);
+    for k in kids(n) {
+        if k.kind() == "class_body" {
+            for m in kids(k) {
+                if m.kind() == "method_declaration" {
+                    let me = method(ctx, m, &ty);
+                    args.push(Expr::Lambda {
+                        params: me.params.iter().map(|p| p.name.clone()).collect(),
+                        body: me.body.unwrap_or_default(),
+                    });
+                }
+            }
+        }
+    }
+    Expr::New {
+        ty,
+        args,
+        line: line(n),
+    }
+}
+
+/// `a = b`, `a op= b`.
+fn assign_expr(ctx: &mut Ctx, n: Node) -> Expr {
+    let target = sub(ctx, n, "left");
+    let value = sub(ctx, n, "right");
+    let op = field(n, "operator")
+        .map(|x| ctx.text(x))
+        .unwrap_or_default();
+    let op = if op == "=" {
+        None
+    } else {
+        binop(op.trim_end_matches('='))
+    };
+    Expr::Assign {
+        target: Box::new(target),
+        op,
+        value: Box::new(value),
+    }
+}
+
+/// `(a, b) -> body`; an expression body is a `return` of it.
+fn lambda_expr(ctx: &mut Ctx, n: Node) -> Expr {
+    let params = field(n, "parameters")
+        .map(|p| {
+            if p.kind() == "identifier" {
+                vec![ctx.text(p)]
+            } else {
+                kids(p)
+                    .into_iter()
+                    .map(|k| {
+                        field(k, "name")
+                            .map(|x| ctx.text(x))
+                            .unwrap_or_else(|| ctx.text(k))
+                    })
+                    .collect()
+            }
+        })
+        .unwrap_or_default();
+    let body = match field(n, "body") {
+        Some(b) if b.kind() == "block" => block(ctx, b),
+        Some(e) => {
+            let e = expr(ctx, e);
+            let s = ctx.stmt(n, StmtKind::Return(Some(e)));
+            Block::new(vec![s])
+        }
+        None => Block::default(),
+    };
+    Expr::Lambda { params, body }
 }

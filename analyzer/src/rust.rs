@@ -495,6 +495,7 @@ fn is_variant_name(s: &str) -> bool {
             .all(|c| c.is_uppercase() || c == '_' || c.is_ascii_digit())
 }
 
+/// An expression in the IR: one function per kind of syntax that needs more than a line.
 fn expr(ctx: &mut Ctx, e: &syn::Expr) -> Expr {
     use syn::Expr as E;
     let line = line_of(e);
@@ -513,80 +514,18 @@ fn expr(ctx: &mut Ctx, e: &syn::Expr) -> Expr {
                 _ => Expr::Path(segs),
             }
         }
-        E::Field(f) => {
-            let m = match &f.member {
-                syn::Member::Named(i) => i.to_string(),
-                syn::Member::Unnamed(i) => i.index.to_string(),
-            };
-            Expr::Field(Box::new(expr(ctx, &f.base)), m)
-        }
+        E::Field(f) => Expr::Field(Box::new(expr(ctx, &f.base)), member(&f.member)),
         E::MethodCall(m) => Expr::Call {
             recv: Some(Box::new(expr(ctx, &m.receiver))),
             name: m.method.to_string(),
             args: m.args.iter().map(|a| expr(ctx, a)).collect(),
             line,
         },
-        E::Call(c) => {
-            let args: Vec<Expr> = c.args.iter().map(|a| expr(ctx, a)).collect();
-            match &*c.func {
-                E::Path(p) => {
-                    let segs = path_segs(&p.path);
-                    let last = segs.last().cloned().unwrap_or_default();
-                    if matches!(last.as_str(), "Some" | "Ok" | "Err") {
-                        return Expr::Call {
-                            recv: None,
-                            name: last,
-                            args,
-                            line,
-                        };
-                    }
-                    if is_variant_name(&last) {
-                        return Expr::Struct {
-                            path: segs,
-                            fields: args
-                                .into_iter()
-                                .enumerate()
-                                .map(|(i, a)| (i.to_string(), a))
-                                .collect(),
-                        };
-                    }
-                    if segs.len() == 1 {
-                        Expr::Call {
-                            recv: None,
-                            name: last,
-                            args,
-                            line,
-                        }
-                    } else {
-                        let owner = segs[..segs.len() - 1].to_vec();
-                        let recv = if owner.len() == 1 {
-                            Expr::Name(owner[0].clone())
-                        } else {
-                            Expr::Path(owner)
-                        };
-                        Expr::Call {
-                            recv: Some(Box::new(recv)),
-                            name: last,
-                            args,
-                            line,
-                        }
-                    }
-                }
-                other => {
-                    let mut all = vec![expr(ctx, other)];
-                    all.extend(args);
-                    Expr::Opaque(all)
-                }
-            }
-        }
+        E::Call(c) => call_expr(ctx, c, line),
         E::Struct(s) => {
             let mut fields: Vec<(String, Expr)> = Vec::new();
             for f in &s.fields {
-                let n = match &f.member {
-                    syn::Member::Named(i) => i.to_string(),
-                    syn::Member::Unnamed(i) => i.index.to_string(),
-                };
-                fields.push((n, expr(ctx, &f.expr)));
+                fields.push((member(&f.member), expr(ctx, &f.expr)));
             }
             if let Some(r) = &s.rest {
                 fields.push(("..".to_string(), expr(ctx, r)));
@@ -626,100 +565,18 @@ fn expr(ctx: &mut Ctx, e: &syn::Expr) -> Expr {
         E::Paren(p) => expr(ctx, &p.expr),
         E::Group(g) => expr(ctx, &g.expr),
         E::Cast(c) => expr(ctx, &c.expr),
-        E::If(i) => {
-            let cond = expr(ctx, &i.cond);
-            let then = block(ctx, &i.then_branch);
-            let els = i.else_branch.as_ref().map(|(_, e)| expr_block(ctx, e));
-            let els = els.map(|b| {
-                // `else if` arrives as a block whose tail is an If statement-expression
-                match b.tail.as_deref() {
-                    Some(Expr::Stmt(_)) if b.stmts.is_empty() => b,
-                    _ => b,
-                }
-            });
-            Expr::Stmt(Box::new(ctx.stmt(line, StmtKind::If { cond, then, els })))
-        }
         E::Let(l) => Expr::Let(Box::new(pat(&l.pat)), Box::new(expr(ctx, &l.expr))),
-        E::Match(m) => {
-            let subject = expr(ctx, &m.expr);
-            let arms = m
-                .arms
-                .iter()
-                .map(|a| Arm {
-                    pats: vec![pat(&a.pat)],
-                    guard: a.guard.as_ref().map(|(_, g)| expr(ctx, g)),
-                    body: expr_block(ctx, &a.body),
-                })
-                .collect();
-            Expr::Stmt(Box::new(ctx.stmt(
-                line,
-                StmtKind::Match {
-                    subject,
-                    arms,
-                    fallthrough: false,
-                },
-            )))
-        }
-        E::Block(b) => {
-            let bl = block(ctx, &b.block);
-            Expr::Stmt(Box::new(ctx.stmt(line, StmtKind::Block(bl))))
-        }
-        E::Unsafe(b) => {
-            let bl = block(ctx, &b.block);
-            Expr::Stmt(Box::new(ctx.stmt(line, StmtKind::Block(bl))))
-        }
-        E::While(w) => {
-            let cond = Some(expr(ctx, &w.cond));
-            let body = block(ctx, &w.body);
-            Expr::Stmt(Box::new(ctx.stmt(
-                line,
-                StmtKind::Loop {
-                    label: label(&w.label),
-                    init: vec![],
-                    cond,
-                    update: vec![],
-                    body,
-                },
-            )))
-        }
-        E::Loop(l) => {
-            let body = block(ctx, &l.body);
-            Expr::Stmt(Box::new(ctx.stmt(
-                line,
-                StmtKind::Loop {
-                    label: label(&l.label),
-                    init: vec![],
-                    cond: None,
-                    update: vec![],
-                    body,
-                },
-            )))
-        }
-        E::ForLoop(f) => {
-            let (p, ty) = pat_with_type(ctx, &f.pat);
-            let iter = expr(ctx, &f.expr);
-            let body = block(ctx, &f.body);
-            Expr::Stmt(Box::new(ctx.stmt(
-                line,
-                StmtKind::ForEach {
-                    label: label(&f.label),
-                    pat: pat(&p),
-                    ty,
-                    iter,
-                    body,
-                },
-            )))
-        }
-        E::Return(r) => {
-            let v = r.expr.as_ref().map(|e| expr(ctx, e));
-            Expr::Stmt(Box::new(ctx.stmt(line, StmtKind::Return(v))))
-        }
-        E::Break(b) => Expr::Stmt(Box::new(
-            ctx.stmt(line, StmtKind::Break(lifetime(&b.label))),
-        )),
-        E::Continue(c) => Expr::Stmt(Box::new(
-            ctx.stmt(line, StmtKind::Continue(lifetime(&c.label))),
-        )),
+        E::If(_)
+        | E::Match(_)
+        | E::Block(_)
+        | E::Unsafe(_)
+        | E::Async(_)
+        | E::While(_)
+        | E::Loop(_)
+        | E::ForLoop(_)
+        | E::Return(_)
+        | E::Break(_)
+        | E::Continue(_) => Expr::Stmt(Box::new(stmt_expr(ctx, e, line))),
         E::Closure(c) => {
             let params = c
                 .inputs
@@ -750,14 +607,138 @@ fn expr(ctx: &mut Ctx, e: &syn::Expr) -> Expr {
                 .collect(),
         ),
         E::Await(a) => expr(ctx, &a.base),
-        // An `async` block (spawned, or awaited later) runs its body as if in place: what it
-        // reads, updates and sends counts for the handler that created it.
-        E::Async(a) => {
-            let bl = block(ctx, &a.block);
-            Expr::Stmt(Box::new(ctx.stmt(line, StmtKind::Block(bl))))
-        }
         _ => Expr::Opaque(vec![]),
     }
+}
+
+fn member(m: &syn::Member) -> String {
+    match m {
+        syn::Member::Named(i) => i.to_string(),
+        syn::Member::Unnamed(i) => i.index.to_string(),
+    }
+}
+
+/// `f(args)`: `Some`/`Ok`/`Err` stay calls, a variant name builds that variant, `a::b::f`
+/// is a call on `a::b`, and a call of anything but a path is opaque.
+fn call_expr(ctx: &mut Ctx, c: &syn::ExprCall, line: usize) -> Expr {
+    let args: Vec<Expr> = c.args.iter().map(|a| expr(ctx, a)).collect();
+    let syn::Expr::Path(p) = &*c.func else {
+        let mut all = vec![expr(ctx, &c.func)];
+        all.extend(args);
+        return Expr::Opaque(all);
+    };
+    let segs = path_segs(&p.path);
+    let last = segs.last().cloned().unwrap_or_default();
+    if matches!(last.as_str(), "Some" | "Ok" | "Err") {
+        return Expr::Call {
+            recv: None,
+            name: last,
+            args,
+            line,
+        };
+    }
+    if is_variant_name(&last) {
+        return Expr::Struct {
+            path: segs,
+            fields: args
+                .into_iter()
+                .enumerate()
+                .map(|(i, a)| (i.to_string(), a))
+                .collect(),
+        };
+    }
+    if segs.len() == 1 {
+        return Expr::Call {
+            recv: None,
+            name: last,
+            args,
+            line,
+        };
+    }
+    let owner = segs[..segs.len() - 1].to_vec();
+    let recv = if owner.len() == 1 {
+        Expr::Name(owner[0].clone())
+    } else {
+        Expr::Path(owner)
+    };
+    Expr::Call {
+        recv: Some(Box::new(recv)),
+        name: last,
+        args,
+        line,
+    }
+}
+
+/// A Rust expression that is a statement in the IR (`if`, `match`, blocks, loops, `return`,
+/// `break`, `continue`).
+fn stmt_expr(ctx: &mut Ctx, e: &syn::Expr, line: usize) -> Stmt {
+    use syn::Expr as E;
+    let kind = match e {
+        E::If(i) => {
+            let cond = expr(ctx, &i.cond);
+            let then = block(ctx, &i.then_branch);
+            // `else if` arrives as a block whose tail is an If statement-expression
+            let els = i.else_branch.as_ref().map(|(_, e)| expr_block(ctx, e));
+            StmtKind::If { cond, then, els }
+        }
+        E::Match(m) => {
+            let subject = expr(ctx, &m.expr);
+            let arms = m
+                .arms
+                .iter()
+                .map(|a| Arm {
+                    pats: vec![pat(&a.pat)],
+                    guard: a.guard.as_ref().map(|(_, g)| expr(ctx, g)),
+                    body: expr_block(ctx, &a.body),
+                })
+                .collect();
+            StmtKind::Match {
+                subject,
+                arms,
+                fallthrough: false,
+            }
+        }
+        E::Block(b) => StmtKind::Block(block(ctx, &b.block)),
+        E::Unsafe(b) => StmtKind::Block(block(ctx, &b.block)),
+        // An `async` block (spawned, or awaited later) runs its body as if in place: what it
+        // reads, updates and sends counts for the handler that created it.
+        E::Async(a) => StmtKind::Block(block(ctx, &a.block)),
+        E::While(w) => {
+            let cond = Some(expr(ctx, &w.cond));
+            let body = block(ctx, &w.body);
+            StmtKind::Loop {
+                label: label(&w.label),
+                init: vec![],
+                cond,
+                update: vec![],
+                body,
+            }
+        }
+        E::Loop(l) => StmtKind::Loop {
+            label: label(&l.label),
+            init: vec![],
+            cond: None,
+            update: vec![],
+            body: block(ctx, &l.body),
+        },
+        E::ForLoop(f) => {
+            let (p, ty) = pat_with_type(ctx, &f.pat);
+            let iter = expr(ctx, &f.expr);
+            let body = block(ctx, &f.body);
+            StmtKind::ForEach {
+                label: label(&f.label),
+                pat: pat(&p),
+                ty,
+                iter,
+                body,
+            }
+        }
+        E::Return(r) => StmtKind::Return(r.expr.as_ref().map(|e| expr(ctx, e))),
+        E::Break(b) => StmtKind::Break(lifetime(&b.label)),
+        E::Continue(c) => StmtKind::Continue(lifetime(&c.label)),
+        _ => StmtKind::Opaque(vec![]),
+    };
+    ctx.stmt(line, kind)
 }
 
 fn pat(p: &syn::Pat) -> Pat {

@@ -385,13 +385,18 @@ fn same_with_side_file(name: &str, file: &str, lang: Lang, side: &str) {
     );
 }
 
-#[test]
-fn side_file_gives_the_same_output_as_in_source_annotations() {
-    same_with_side_file(
-        "paxos",
-        "Acceptor.java",
-        Lang::Java,
-        r#"version = 1
+/// A side file saying what a corpus program's in-source annotations say gives the same
+/// output as they do, for every corpus program; one test each.
+mod side_file_gives_the_same_output_as_in_source_annotations {
+    use super::*;
+
+    #[test]
+    fn paxos() {
+        same_with_side_file(
+            "paxos",
+            "Acceptor.java",
+            Lang::Java,
+            r#"version = 1
 [[node_state]]
 class = "Acceptor"
 field = "ballot"
@@ -413,13 +418,17 @@ kind_field = "type"
 [[handler]]
 class = "Acceptor"
 method = "handle"
-"#,
-    );
-    same_with_side_file(
-        "crash",
-        "Member.java",
-        Lang::Java,
-        r#"version = 1
+    "#,
+        );
+    }
+
+    #[test]
+    fn crash() {
+        same_with_side_file(
+            "crash",
+            "Member.java",
+            Lang::Java,
+            r#"version = 1
 [[node_state]]
 class = "Member"
 field = "term"
@@ -445,13 +454,17 @@ catch = "IOException"
 [[crash]]
 class = "Member"
 method = "onPeerLost"
-"#,
-    );
-    same_with_side_file(
-        "disk",
-        "Log.java",
-        Lang::Java,
-        r#"version = 1
+    "#,
+        );
+    }
+
+    #[test]
+    fn disk() {
+        same_with_side_file(
+            "disk",
+            "Log.java",
+            Lang::Java,
+            r#"version = 1
 [[node_state]]
 class = "Log"
 field = "lastIndex"
@@ -473,13 +486,17 @@ method = "onVote"
 [[disk]]
 call = "Log.saveMeta"
 file = "meta"
-"#,
-    );
-    same_with_side_file(
-        "rust_node",
-        "node.rs",
-        Lang::Rust,
-        r#"version = 1
+    "#,
+        );
+    }
+
+    #[test]
+    fn rust_node() {
+        same_with_side_file(
+            "rust_node",
+            "node.rs",
+            Lang::Rust,
+            r#"version = 1
 [[node_state]]
 class = "Node"
 field = "ballot"
@@ -495,13 +512,17 @@ class = "Msg"
 [[handler]]
 class = "Paxos"
 method = "handle"
-"#,
-    );
-    same_with_side_file(
-        "rust_library",
-        "core.rs",
-        Lang::Rust,
-        r#"version = 1
+    "#,
+        );
+    }
+
+    #[test]
+    fn rust_library() {
+        same_with_side_file(
+            "rust_library",
+            "core.rs",
+            Lang::Rust,
+            r#"version = 1
 [[node_state]]
 class = "Core"
 field = "current_term"
@@ -538,8 +559,9 @@ reply = true
 class = "Core"
 method = "campaign"
 kind = "elect"
-"#,
-    );
+    "#,
+        );
+    }
 }
 
 #[test]

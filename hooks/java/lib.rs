@@ -13,11 +13,32 @@ pub const SOURCES: &[(&str, &str)] = &[
         "Backlog.java",
         include_str!("src/org/flymc/hook/Backlog.java"),
     ),
+    (
+        "Events.java",
+        include_str!("src/org/flymc/hook/Events.java"),
+    ),
+    (
+        "Exceptions.java",
+        include_str!("src/org/flymc/hook/Exceptions.java"),
+    ),
     ("Expr.java", include_str!("src/org/flymc/hook/Expr.java")),
     ("Hook.java", include_str!("src/org/flymc/hook/Hook.java")),
     ("Json.java", include_str!("src/org/flymc/hook/Json.java")),
     ("Net.java", include_str!("src/org/flymc/hook/Net.java")),
+    (
+        "Orders.java",
+        include_str!("src/org/flymc/hook/Orders.java"),
+    ),
     ("Point.java", include_str!("src/org/flymc/hook/Point.java")),
+    (
+        "Points.java",
+        include_str!("src/org/flymc/hook/Points.java"),
+    ),
+    (
+        "Quiescence.java",
+        include_str!("src/org/flymc/hook/Quiescence.java"),
+    ),
+    ("Rests.java", include_str!("src/org/flymc/hook/Rests.java")),
 ];
 
 /// Debian's ASM 9 (`libasm-java`), which the agent rewrites classes with.

@@ -165,28 +165,33 @@ impl<'a> Exec<'a> {
                     continue;
                 }
                 self.line.set(line);
-                out.extend(self.call(st, recv, &rv, name, vals, args, line));
+                let quals = self.call_quals(&st, recv, &rv);
+                let mut args_taint = BTreeSet::new();
+                for v in &vals {
+                    args_taint.extend(v.all_taint());
+                }
+                let call = Call {
+                    recv,
+                    rv: &rv,
+                    name,
+                    vals,
+                    arg_exprs: args,
+                    line,
+                    quals,
+                    args_taint,
+                };
+                out.extend(self.call(st, &call));
             }
         }
         merge_pairs(out)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn call(
-        &self,
-        mut st: St,
-        recv: Option<&Expr>,
-        rv: &Val,
-        name: &str,
-        vals: Vec<Val>,
-        arg_exprs: &[Expr],
-        line: usize,
-    ) -> Vec<(St, Val)> {
-        let cur_class = self.this_class(&st);
+    /// The names a dictionary pattern's qualifier may match for a call on `recv` (valued `rv`).
+    fn call_quals(&self, st: &St, recv: Option<&Expr>, rv: &Val) -> Vec<String> {
         // The names a dictionary pattern's qualifier may match.
         let mut quals: Vec<String> = Vec::new();
         match recv {
-            None => quals.push(cur_class.clone()),
+            None => quals.push(self.this_class(st)),
             Some(r) => {
                 if let Some(n) = last_name(r) {
                     quals.push(n);
@@ -208,38 +213,88 @@ impl<'a> Exec<'a> {
         if let Obj::Node(v) = &rv.obj {
             quals.push(v.clone());
         }
-        let mut args_taint = BTreeSet::new();
-        for v in &vals {
-            args_taint.extend(v.all_taint());
-        }
+        quals
+    }
+
+    /// A call, in the order its meanings win: a command queue, side-file models and sinks,
+    /// a message's methods, the analysed sources, a node variable's library object, an
+    /// Option-like value, and last code outside the analysed sources.
+    fn call(&self, mut st: St, c: &Call) -> Vec<(St, Val)> {
         // a command queue: the command runs after the handler (`drain_queue`)
         if self
             .spec
             .queues
             .iter()
-            .any(|q| self.pat_matches(&q.pat, name, false, &quals))
+            .any(|q| self.pat_matches(&q.pat, c.name, false, &c.quals))
         {
-            let cmd = vals.first().cloned().unwrap_or_else(Val::opaque);
+            let cmd = c.vals.first().cloned().unwrap_or_else(Val::opaque);
             if !st.queued.contains(&cmd) {
                 st.queued.push(cmd);
             }
             return vec![(st, Val::opaque())];
         }
-        // Side-file models of library calls. Every model of the call counts, and a call that
-        // is also a send or disk pattern is that sink too (entries on one pattern combine).
+        let modelled = self.apply_models(&mut st, c);
+        let is_sink = self.apply_sinks(&mut st, c);
+        if let Some(v) = modelled {
+            return vec![(st, v)];
+        }
+        if is_sink {
+            let v = Val::tainted(c.args_taint.clone());
+            return vec![(st, v)];
+        }
+        if c.rv.obj == Obj::Msg {
+            return self.call_on_message(st, c);
+        }
+        // a getter on a message field (`r.getServerRequest().getRequestorId()`): a field of
+        // its own when a `report` path names it
+        if c.vals.is_empty() {
+            if let Some(v) =
+                getter_field(c.name).and_then(|f| self.nested_msg_field(&mut st, c.rv, &f))
+            {
+                return vec![(st, v)];
+            }
+        }
+        let mut cut = false;
+        let targets = self.resolve(&st, c.recv, c.rv, c.name, &c.vals, &mut cut);
+        if cut {
+            self.note(
+                &st,
+                c.line,
+                format!(
+                    "call to `{}` may run more than {MAX_TARGETS} methods of the sources; the first {MAX_TARGETS} were followed",
+                    c.name
+                ),
+            );
+        }
+        if !targets.is_empty() {
+            return self.call_sources(st, c, targets);
+        }
+        if let Obj::Node(var) = &c.rv.obj {
+            return self.call_on_node_var(st, c, var);
+        }
+        if let Some(v) = option_like(c) {
+            return vec![(st, v)];
+        }
+        self.call_external(st, c)
+    }
+
+    /// Side-file models of library calls. Every model of the call counts, and a call that
+    /// is also a send or disk pattern is that sink too (entries on one pattern combine).
+    /// Returns the value the models give, if any matched.
+    fn apply_models(&self, st: &mut St, c: &Call) -> Option<Val> {
         let models: Vec<_> = self
             .spec
             .models
             .iter()
-            .filter(|m| self.pat_matches(&m.pat, name, false, &quals))
+            .filter(|m| self.pat_matches(&m.pat, c.name, false, &c.quals))
             .collect();
         let mut modelled: Option<Val> = None;
         for m in models {
             for r in &m.read {
-                self.mark(&mut st, "read", r);
+                self.mark(st, "read", r);
             }
             for u in &m.update {
-                self.mark(&mut st, "update", u);
+                self.mark(st, "update", u);
                 if !m.increments.contains(u) {
                     st.sets.non_incr.insert(u.clone());
                 }
@@ -252,299 +307,205 @@ impl<'a> Exec<'a> {
                 );
             }
             if m.send {
-                self.record_send(&mut st, &args_taint);
+                self.record_send(st, &c.args_taint);
             }
             if let Some(d) = &m.disk {
-                self.mark(&mut st, "disk", d);
+                self.mark(st, "disk", d);
             }
             // A summary says what the value is; it wins over `returns` and the arguments.
             let summed = m.summary.as_ref().and_then(|sum| {
-                let binds: Vec<Val> = if sum.params.len() == vals.len() + 1 {
-                    std::iter::once(rv.clone())
-                        .chain(vals.iter().cloned())
+                let binds: Vec<Val> = if sum.params.len() == c.vals.len() + 1 {
+                    std::iter::once(c.rv.clone())
+                        .chain(c.vals.iter().cloned())
                         .collect()
-                } else if sum.params.len() == vals.len() {
-                    vals.clone()
+                } else if sum.params.len() == c.vals.len() {
+                    c.vals.clone()
                 } else {
                     return None;
                 };
-                Some(self.summary_val(&mut st, &sum.body, &binds))
+                Some(self.summary_val(st, &sum.body, &binds))
             });
             let v = match (summed, &m.returns) {
                 (Some(v), _) => v,
-                (None, Some(var)) => self.read_var(&mut st, var),
-                (None, None) => Val::tainted(args_taint.clone()),
+                (None, Some(var)) => self.read_var(st, var),
+                (None, None) => Val::tainted(c.args_taint.clone()),
             };
             if m.summary.is_some() || m.returns.is_some() || modelled.is_none() {
                 modelled = Some(v);
             }
         }
+        modelled
+    }
+
+    /// The send and disk dictionaries: records every pattern the call matches; true if any.
+    fn apply_sinks(&self, st: &mut St, c: &Call) -> bool {
         let mut is_sink = false;
         for p in &self.spec.sends {
-            if self.pat_matches(p, name, false, &quals) {
-                self.record_send(&mut st, &args_taint);
+            if self.pat_matches(p, c.name, false, &c.quals) {
+                self.record_send(st, &c.args_taint);
                 is_sink = true;
             }
         }
         for (p, file) in self.disk_entries() {
-            if self.pat_matches(p, name, false, &quals) {
-                let label = file.clone().unwrap_or_else(|| {
-                    let arg_name = || {
-                        arg_exprs
-                            .first()
-                            .filter(|e| matches!(e, Expr::Name(_) | Expr::Field(..)))
-                            .and_then(last_name)
-                    };
-                    let recv_name = || {
-                        recv.filter(|r| matches!(r, Expr::Name(_) | Expr::Field(..)))
-                            .and_then(last_name)
-                    };
-                    let node = || match &rv.obj {
-                        Obj::Node(v) => Some(v.clone()),
-                        _ => None,
-                    };
-                    if matches!(rv.obj, Obj::Class(_)) {
-                        // a static call (`Files.write(path, ...)`): the file is the first argument
-                        disk_label(vals.first()).or_else(arg_name)
-                    } else {
-                        disk_label(Some(rv))
-                            .or_else(node)
-                            .or_else(recv_name)
-                            .or_else(|| disk_label(vals.first()))
-                    }
-                    .unwrap_or_else(|| p.to_string())
-                });
-                self.mark(&mut st, "disk", &label);
+            if self.pat_matches(p, c.name, false, &c.quals) {
+                let label = file.clone().unwrap_or_else(|| disk_call_label(c, p));
+                self.mark(st, "disk", &label);
                 is_sink = true;
             }
         }
-        if let Some(v) = modelled {
-            return vec![(st, v)];
-        }
-        if is_sink {
-            let v = Val::tainted(args_taint);
-            return vec![(st, v)];
-        }
-        if rv.obj == Obj::Msg {
-            return self.call_on_message(st, rv, name, vals, args_taint, line);
-        }
-        // a getter on a message field (`r.getServerRequest().getRequestorId()`): a field of
-        // its own when a `report` path names it
-        if vals.is_empty() {
-            if let Some(v) = getter_field(name).and_then(|f| self.nested_msg_field(&mut st, rv, &f))
-            {
-                return vec![(st, v)];
-            }
-        }
-        // analysed methods
+        is_sink
+    }
+
+    /// A call into the analysed sources: every method it may run, inlined.
+    fn call_sources(&self, st: St, c: &Call, targets: Vec<&'a Method>) -> Vec<(St, Val)> {
+        let this = match c.recv {
+            None => st
+                .frames
+                .last()
+                .map(|f| f.this.clone())
+                .unwrap_or_else(Val::opaque),
+            Some(_) => c.rv.clone(),
+        };
+        let mut out = Vec::new();
         let mut cut = false;
-        let targets = self.resolve(&st, recv, rv, name, &vals, &mut cut);
+        for m in targets {
+            if !self.method_allowed(m) {
+                cut = true;
+                continue;
+            }
+            let this = if m.is_static {
+                Val {
+                    ty: Some(m.class.clone()),
+                    ..Val::opaque()
+                }
+            } else {
+                // the object keeps the most derived class the walk knows, so calls
+                // on `this` in an inherited method take the overrides of that class
+                let mut t = this.clone();
+                let derived = t.ty.as_ref().is_some_and(|c| self.is_subtype(c, &m.class));
+                if t.ty.is_none() || !matches!(t.obj, Obj::Node(_)) && !derived {
+                    t.ty = Some(m.class.clone());
+                }
+                t
+            };
+            let mut res = self.inline_memo(&st, m, this, c.vals.clone(), c.line);
+            // A call on the message (or a field of it: `proposal.hasBallot(b)`) leaves it
+            // as delivered: its fields stay the message's, for the next condition on them.
+            let on_message = matches!(c.rv.sym, Some(Sym::M(_)));
+            if let Some(r) = c.recv.filter(|_| !on_message) {
+                if !c.args_taint.is_empty() {
+                    for (s, _) in &mut res {
+                        taint_root_local(s, r, &c.args_taint);
+                    }
+                }
+            }
+            out.extend(res);
+        }
         if cut {
             self.note(
                 &st,
-                line,
+                c.line,
                 format!(
-                    "call to `{name}` may run more than {MAX_TARGETS} methods of the sources; the first {MAX_TARGETS} were followed"
+                    "call to `{}` not followed (recursion or call depth {MAX_DEPTH})",
+                    c.name
                 ),
             );
+            if out.is_empty() {
+                let mut t = c.args_taint.clone();
+                t.extend(c.rv.all_taint());
+                out.push((st, Val::tainted(t)));
+            }
         }
-        if !targets.is_empty() {
-            let this = match recv {
-                None => st
-                    .frames
-                    .last()
-                    .map(|f| f.this.clone())
-                    .unwrap_or_else(Val::opaque),
-                Some(_) => rv.clone(),
+        merge_pairs(out)
+    }
+
+    /// A call on a node variable's object of a library type (collections, atomics, Option).
+    fn call_on_node_var(&self, mut st: St, c: &Call, var: &str) -> Vec<(St, Val)> {
+        let name = c.name;
+        let cur = self.read_var(&mut st, var);
+        // A part of the variable's object (`qv.votingMembers` of a node field `qv`) is not
+        // the variable's value: its `get` or `size` is no guard over the variable.
+        let cur_sym = match &cur.sym {
+            _ if c.rv.sym != cur.sym => None,
+            Some(Sym::N(x)) if *x == var => Some(Sym::N(var.to_string())),
+            s => s.clone(),
+        };
+        if INCREMENTS.contains(&name)
+            || (name == "addAndGet"
+                && c.vals
+                    .first()
+                    .and_then(|v| v.sym.as_ref())
+                    .and_then(Sym::lit)
+                    == Some(serde_json::Value::from(1)))
+        {
+            let newv = Val {
+                sym: cur_sym.map(|s| Sym::bin(s, SOp::Add, Sym::Int(1)).simplify()),
+                taint: cur.taint.clone(),
+                obj: Obj::Plain,
+                ty: cur.ty.clone(),
             };
-            let mut out = Vec::new();
-            let mut cut = false;
-            for m in targets {
-                if !self.method_allowed(m) {
-                    cut = true;
-                    continue;
-                }
-                let this = if m.is_static {
-                    Val {
-                        ty: Some(m.class.clone()),
-                        ..Val::opaque()
-                    }
-                } else {
-                    // the object keeps the most derived class the walk knows, so calls
-                    // on `this` in an inherited method take the overrides of that class
-                    let mut t = this.clone();
-                    let derived = t.ty.as_ref().is_some_and(|c| self.is_subtype(c, &m.class));
-                    if t.ty.is_none() || !matches!(t.obj, Obj::Node(_)) && !derived {
-                        t.ty = Some(m.class.clone());
-                    }
-                    t
-                };
-                let mut res = self.inline_memo(&st, m, this, vals.clone(), line);
-                // A call on the message (or a field of it: `proposal.hasBallot(b)`) leaves it
-                // as delivered: its fields stay the message's, for the next condition on them.
-                let on_message = matches!(rv.sym, Some(Sym::M(_)));
-                if let Some(r) = recv.filter(|_| !on_message) {
-                    if !args_taint.is_empty() {
-                        for (s, _) in &mut res {
-                            taint_root_local(s, r, &args_taint);
-                        }
-                    }
-                }
-                out.extend(res);
-            }
-            if cut {
-                self.note(
-                    &st,
-                    line,
-                    format!("call to `{name}` not followed (recursion or call depth {MAX_DEPTH})"),
-                );
-                if out.is_empty() {
-                    let mut t = args_taint.clone();
-                    t.extend(rv.all_taint());
-                    out.push((st, Val::tainted(t)));
-                }
-            }
-            return merge_pairs(out);
+            self.write_var(&mut st, var, newv.clone(), true);
+            let mut r = newv;
+            r.obj = Obj::Plain;
+            return vec![(st, r)];
         }
-        // a node variable's object of a library type (collections, atomics, Option)
-        if let Obj::Node(var) = &rv.obj {
-            let var = var.clone();
-            let cur = self.read_var(&mut st, &var);
-            // A part of the variable's object (`qv.votingMembers` of a node field `qv`) is not
-            // the variable's value: its `get` or `size` is no guard over the variable.
-            let cur_sym = match &cur.sym {
-                _ if rv.sym != cur.sym => None,
-                Some(Sym::N(x)) if *x == var => Some(Sym::N(var.clone())),
-                s => s.clone(),
-            };
-            if INCREMENTS.contains(&name)
-                || (name == "addAndGet"
-                    && vals.first().and_then(|v| v.sym.as_ref()).and_then(Sym::lit)
-                        == Some(serde_json::Value::from(1)))
-            {
-                let newv = Val {
-                    sym: cur_sym.map(|s| Sym::bin(s, SOp::Add, Sym::Int(1)).simplify()),
-                    taint: cur.taint.clone(),
-                    obj: Obj::Plain,
-                    ty: cur.ty.clone(),
-                };
-                self.write_var(&mut st, &var, newv.clone(), true);
-                let mut r = newv;
-                r.obj = Obj::Plain;
-                return vec![(st, r)];
-            }
-            if matches!(name, "set" | "lazySet" | "getAndSet" | "replace" | "insert")
-                && vals.len() == 1
-            {
-                let mut newv = vals[0].clone();
-                newv.taint.extend(args_taint.clone());
-                self.write_var(&mut st, &var, newv, false);
-                let mut r = cur.clone();
-                r.obj = Obj::Plain;
-                return vec![(st, r)];
-            }
-            if name == "get" && vals.is_empty() {
-                let mut r = cur.clone();
-                r.obj = Obj::Plain;
-                r.sym = cur_sym;
-                return vec![(st, r)];
-            }
-            if matches!(name, "size" | "len") && vals.is_empty() {
-                let r = Val {
-                    sym: cur_sym
-                        .filter(|s| matches!(s, Sym::N(_)))
-                        .map(|s| Sym::Len(Box::new(s))),
-                    taint: cur.taint.clone(),
-                    obj: Obj::Plain,
-                    ty: None,
-                };
-                return vec![(st, r)];
-            }
-            if matches!(name, "isEmpty" | "is_empty") && vals.is_empty() {
-                let r = Val {
-                    sym: cur_sym
-                        .filter(|s| matches!(s, Sym::N(_)))
-                        .map(|s| Sym::bin(Sym::Len(Box::new(s)), SOp::Eq, Sym::Int(0))),
-                    taint: cur.taint.clone(),
-                    obj: Obj::Plain,
-                    ty: None,
-                };
-                return vec![(st, r)];
-            }
-            if matches!(name, "is_some" | "is_none") && vals.is_empty() {
-                let op = if name == "is_some" { SOp::Ne } else { SOp::Eq };
-                let r = Val {
-                    sym: cur_sym.map(|s| Sym::bin(s, op, Sym::Null)),
-                    taint: cur.taint.clone(),
-                    obj: Obj::Plain,
-                    ty: None,
-                };
-                return vec![(st, r)];
-            }
-            let mut taint = cur.taint.clone();
-            taint.extend(args_taint.clone());
-            if !self.is_pure(name, &quals) {
-                self.touch_var(&mut st, &var, &args_taint);
-            }
-            let obj = if ALIASING.contains(&name) {
-                Obj::Node(var.clone())
-            } else {
-                Obj::Plain
-            };
-            return vec![(
-                st,
-                Val {
-                    sym: None,
-                    taint,
-                    obj,
-                    ty: None,
-                },
-            )];
+        if matches!(name, "set" | "lazySet" | "getAndSet" | "replace" | "insert")
+            && c.vals.len() == 1
+        {
+            let mut newv = c.vals[0].clone();
+            newv.taint.extend(c.args_taint.clone());
+            self.write_var(&mut st, var, newv, false);
+            let mut r = cur.clone();
+            r.obj = Obj::Plain;
+            return vec![(st, r)];
         }
-        // Option-like values
-        if vals.is_empty() {
-            if let Some(s) = &rv.sym {
-                let r = match name {
-                    "is_some" => Some(Sym::bin(s.clone(), SOp::Ne, Sym::Null)),
-                    "is_none" => Some(Sym::bin(s.clone(), SOp::Eq, Sym::Null)),
-                    "unwrap" | "clone" | "copied" | "cloned" | "longValue" | "intValue" => {
-                        Some(s.clone())
-                    }
-                    _ => None,
-                };
-                if let Some(r) = r {
-                    return vec![(
-                        st,
-                        Val {
-                            sym: Some(r),
-                            taint: rv.all_taint(),
-                            obj: Obj::Plain,
-                            ty: None,
-                        },
-                    )];
-                }
-            }
+        if let Some(r) = node_var_query(name, c.vals.is_empty(), &cur, cur_sym) {
+            return vec![(st, r)];
         }
-        // outside the analysed sources
-        let shown = match (&rv.ty, &rv.obj) {
-            (_, Obj::Class(c)) => format!("{c}.{name}"),
+        let mut taint = cur.taint.clone();
+        taint.extend(c.args_taint.clone());
+        if !self.is_pure(name, &c.quals) {
+            self.touch_var(&mut st, var, &c.args_taint);
+        }
+        let obj = if ALIASING.contains(&name) {
+            Obj::Node(var.to_string())
+        } else {
+            Obj::Plain
+        };
+        vec![(
+            st,
+            Val {
+                sym: None,
+                taint,
+                obj,
+                ty: None,
+            },
+        )]
+    }
+
+    /// A call outside the analysed sources: its value carries the taint of the receiver and
+    /// the arguments, and a mutating call taints the local it was made on.
+    fn call_external(&self, mut st: St, c: &Call) -> Vec<(St, Val)> {
+        let name = c.name;
+        let shown = match (&c.rv.ty, &c.rv.obj) {
+            (_, Obj::Class(cl)) => format!("{cl}.{name}"),
             (Some(t), _) => format!("{t}.{name}"),
             _ => name.to_string(),
         };
         self.seen.borrow_mut().external_calls.insert(shown);
-        if let Some(r) = recv {
-            if !args_taint.is_empty() && !PURE.contains(&name) {
-                taint_root_local(&mut st, r, &args_taint);
+        if let Some(r) = c.recv {
+            if !c.args_taint.is_empty() && !PURE.contains(&name) {
+                taint_root_local(&mut st, r, &c.args_taint);
             }
         }
-        let mut taint = args_taint;
-        taint.extend(rv.all_taint());
+        let mut taint = c.args_taint.clone();
+        taint.extend(c.rv.all_taint());
         let is_pure_compare = matches!(name, "equals" | "contains" | "containsKey" | "compareTo");
         if is_pure_compare {
             taint.retain(|s| !matches!(s, Src::S(_)));
         }
-        let class = match &rv.obj {
-            Obj::Class(c) => Some(c.as_str()),
+        let class = match &c.rv.obj {
+            Obj::Class(cl) => Some(cl.as_str()),
             _ => None,
         };
         let v = Val {
@@ -556,22 +517,15 @@ impl<'a> Exec<'a> {
 
     /// A call on the message object: a method of its class is inlined, a getter (or a
     /// method named like a field) is that field.
-    fn call_on_message(
-        &self,
-        mut st: St,
-        rv: &Val,
-        name: &str,
-        vals: Vec<Val>,
-        args_taint: BTreeSet<Src>,
-        line: usize,
-    ) -> Vec<(St, Val)> {
-        let cls = rv.ty.clone().unwrap_or_default();
-        if let Some(m) = self.find_method(&cls, name, &vals) {
+    fn call_on_message(&self, mut st: St, c: &Call) -> Vec<(St, Val)> {
+        let name = c.name;
+        let cls = c.rv.ty.clone().unwrap_or_default();
+        if let Some(m) = self.find_method(&cls, name, &c.vals) {
             if self.method_allowed(m) {
-                return self.inline(st, m, rv.clone(), vals, line);
+                return self.inline(st, m, c.rv.clone(), c.vals.clone(), c.line);
             }
         }
-        if vals.is_empty() {
+        if c.vals.is_empty() {
             if let Some(f) = getter_field(name) {
                 let v = self.typed_msg_field(&mut st, &cls, &f);
                 return vec![(st, v)];
@@ -591,7 +545,7 @@ impl<'a> Exec<'a> {
                 return vec![(st, v)];
             }
         }
-        vec![(st, Val::tainted(args_taint))]
+        vec![(st, Val::tainted(c.args_taint.clone()))]
     }
 
     /// A summary's body with its parameters bound to what the call passes: `a.ballot` is
@@ -979,6 +933,101 @@ impl<'a> Exec<'a> {
         }
         merge_pairs(res)
     }
+}
+
+/// One call being evaluated: its receiver and arguments as written and as valued, with the
+/// names a dictionary pattern's qualifier may match and the taint its arguments carry.
+struct Call<'c> {
+    recv: Option<&'c Expr>,
+    rv: &'c Val,
+    name: &'c str,
+    vals: Vec<Val>,
+    arg_exprs: &'c [Expr],
+    line: usize,
+    quals: Vec<String>,
+    args_taint: BTreeSet<Src>,
+}
+
+/// The file a disk pattern `p` without its own file writes: for a static call
+/// (`Files.write(path, ...)`) the first argument, else the receiver (a file label, a node
+/// variable or its name), else the first argument; the pattern itself when none is known.
+fn disk_call_label(c: &Call, p: &CallPat) -> String {
+    let arg_name = || {
+        c.arg_exprs
+            .first()
+            .filter(|e| matches!(e, Expr::Name(_) | Expr::Field(..)))
+            .and_then(last_name)
+    };
+    let recv_name = || {
+        c.recv
+            .filter(|r| matches!(r, Expr::Name(_) | Expr::Field(..)))
+            .and_then(last_name)
+    };
+    let node = || match &c.rv.obj {
+        Obj::Node(v) => Some(v.clone()),
+        _ => None,
+    };
+    if matches!(c.rv.obj, Obj::Class(_)) {
+        disk_label(c.vals.first()).or_else(arg_name)
+    } else {
+        disk_label(Some(c.rv))
+            .or_else(node)
+            .or_else(recv_name)
+            .or_else(|| disk_label(c.vals.first()))
+    }
+    .unwrap_or_else(|| p.to_string())
+}
+
+/// A query without arguments on a node variable's object (`get`, `size`, `isEmpty`,
+/// `is_some`): its value, over the variable's symbol when `cur_sym` is it.
+fn node_var_query(name: &str, no_args: bool, cur: &Val, cur_sym: Option<Sym>) -> Option<Val> {
+    if !no_args {
+        return None;
+    }
+    let sym = match name {
+        "get" => {
+            let mut r = cur.clone();
+            r.obj = Obj::Plain;
+            r.sym = cur_sym;
+            return Some(r);
+        }
+        "size" | "len" => cur_sym
+            .filter(|s| matches!(s, Sym::N(_)))
+            .map(|s| Sym::Len(Box::new(s))),
+        "isEmpty" | "is_empty" => cur_sym
+            .filter(|s| matches!(s, Sym::N(_)))
+            .map(|s| Sym::bin(Sym::Len(Box::new(s)), SOp::Eq, Sym::Int(0))),
+        "is_some" => cur_sym.map(|s| Sym::bin(s, SOp::Ne, Sym::Null)),
+        "is_none" => cur_sym.map(|s| Sym::bin(s, SOp::Eq, Sym::Null)),
+        _ => return None,
+    };
+    Some(Val {
+        sym,
+        taint: cur.taint.clone(),
+        obj: Obj::Plain,
+        ty: None,
+    })
+}
+
+/// An Option-like value's query or unwrapping without arguments (`is_some`, `unwrap`,
+/// `longValue`), over its symbol.
+fn option_like(c: &Call) -> Option<Val> {
+    if !c.vals.is_empty() {
+        return None;
+    }
+    let s = c.rv.sym.as_ref()?;
+    let r = match c.name {
+        "is_some" => Sym::bin(s.clone(), SOp::Ne, Sym::Null),
+        "is_none" => Sym::bin(s.clone(), SOp::Eq, Sym::Null),
+        "unwrap" | "clone" | "copied" | "cloned" | "longValue" | "intValue" => s.clone(),
+        _ => return None,
+    };
+    Some(Val {
+        sym: Some(r),
+        taint: c.rv.all_taint(),
+        obj: Obj::Plain,
+        ty: None,
+    })
 }
 
 /// `Q.instance()`, `Q.getInstance()`, `Q.instance`, `Q.INSTANCE`: the singleton accessor of

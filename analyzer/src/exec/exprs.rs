@@ -165,24 +165,11 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// An expression's values, one per resulting state: one function per kind of expression.
     pub fn eval(&self, e: &Expr, st: St) -> Vec<(St, Val)> {
         let mut st = st;
         match e {
-            Expr::Lit(l) => {
-                let v = match lit_sym(l) {
-                    Some(s) => {
-                        let mut v = Val::sym(s.clone());
-                        if let Sym::Str(x) = &s {
-                            if is_file_label(x) {
-                                v.taint.insert(Src::S(x.clone()));
-                            }
-                        }
-                        v
-                    }
-                    None => Val::opaque(),
-                };
-                vec![(st, v)]
-            }
+            Expr::Lit(l) => vec![(st, lit_val(l))],
             Expr::Name(n) => {
                 let v = self.eval_name(&mut st, n);
                 vec![(st, v)]
@@ -207,26 +194,7 @@ impl<'a> Exec<'a> {
                 }
                 out
             }
-            Expr::Index(a, i) => {
-                let mut out = Vec::new();
-                for (st, av) in self.eval(a, st) {
-                    for (st, iv) in self.eval(i, st) {
-                        let mut taint = av.all_taint();
-                        taint.extend(iv.all_taint());
-                        let v = Val {
-                            sym: None,
-                            taint,
-                            obj: match &av.obj {
-                                Obj::Node(x) => Obj::Node(x.clone()),
-                                _ => Obj::Plain,
-                            },
-                            ty: None,
-                        };
-                        out.push((st, v));
-                    }
-                }
-                out
-            }
+            Expr::Index(a, i) => self.eval_index(a, i, st),
             Expr::Call {
                 recv,
                 name,
@@ -240,145 +208,23 @@ impl<'a> Exec<'a> {
                 }
                 merge_pairs(out)
             }
-            Expr::Struct { path, fields } => {
-                let es: Vec<Expr> = fields.iter().map(|(_, e)| e.clone()).collect();
-                let mut out = Vec::new();
-                for (st, vals) in self.eval_list(&es, st) {
-                    let mut taint = BTreeSet::new();
-                    for v in &vals {
-                        taint.extend(v.all_taint());
-                    }
-                    // `Enum::Variant { .. }`: its variant is a constant, so a `match` on
-                    // it (a queued command run later) takes that arm only.
-                    let sym = match path.as_slice() {
-                        [.., e, var]
-                            if self.prog.classes.get(e).is_some_and(|c| {
-                                c.is_enum && c.variants.iter().any(|v| v.name == *var)
-                            }) =>
-                        {
-                            Some(Sym::Const {
-                                name: var.clone(),
-                                value: Box::new(Sym::Str(self.variant_value(Some(e), var))),
-                            })
-                        }
-                        _ => None,
-                    };
-                    out.push((
-                        st,
-                        Val {
-                            sym,
-                            taint,
-                            obj: Obj::Plain,
-                            ty: path.first().cloned(),
-                        },
-                    ));
-                }
-                out
-            }
+            Expr::Struct { path, fields } => self.eval_struct(path, fields, st),
             Expr::Tuple(es) => {
                 let mut out = Vec::new();
                 for (st, vals) in self.eval_list(es, st) {
-                    let taint = BTreeSet::new();
-                    out.push((
-                        st,
-                        Val {
-                            sym: None,
-                            taint,
-                            obj: Obj::Tuple(vals),
-                            ty: None,
-                        },
-                    ));
-                }
-                out
-            }
-            Expr::Unary(op, a) => {
-                let mut out = Vec::new();
-                for (st, v) in self.eval(a, st) {
-                    let sym = match op {
-                        UnOp::Not => v.sym.clone().map(|s| Sym::Not(Box::new(s)).simplify()),
-                        UnOp::Neg => v.sym.clone().map(|s| match s {
-                            Sym::Int(i) => Sym::Int(-i),
-                            s => Sym::Neg(Box::new(s)),
-                        }),
-                        UnOp::Other => v.sym.clone(),
+                    let v = Val {
+                        sym: None,
+                        taint: BTreeSet::new(),
+                        obj: Obj::Tuple(vals),
+                        ty: None,
                     };
-                    out.push((st, Val { sym, ..v }));
+                    out.push((st, v));
                 }
                 out
             }
-            Expr::Bin(op, a, b) => {
-                if matches!(op, BinOp::And | BinOp::Or) {
-                    // short-circuit: evaluate b only where needed, but a value is enough here
-                    let mut out = Vec::new();
-                    for (st, va) in self.eval(a, st) {
-                        for (st, vb) in self.eval(b, st) {
-                            let sym = match (&va.sym, &vb.sym) {
-                                (Some(x), Some(y)) => Some(
-                                    Sym::bin(
-                                        x.clone(),
-                                        if *op == BinOp::And { SOp::And } else { SOp::Or },
-                                        y.clone(),
-                                    )
-                                    .simplify(),
-                                ),
-                                _ => None,
-                            };
-                            let taint = va.all_taint().union(&vb.all_taint()).cloned().collect();
-                            out.push((
-                                st,
-                                Val {
-                                    sym,
-                                    taint,
-                                    obj: Obj::Plain,
-                                    ty: None,
-                                },
-                            ));
-                        }
-                    }
-                    return merge_pairs(out);
-                }
-                let mut out = Vec::new();
-                for (st, va) in self.eval(a, st) {
-                    for (st, vb) in self.eval(b, st) {
-                        let v = self.binop(*op, &va, &vb);
-                        out.push((st, v));
-                    }
-                }
-                merge_pairs(out)
-            }
-            Expr::Assign { target, op, value } => {
-                let mut out = Vec::new();
-                for (st, v) in self.eval(value, st) {
-                    if st.status != Status::Normal {
-                        out.push((st, v));
-                        continue;
-                    }
-                    match op {
-                        None => {
-                            // `x = x + k` (k > 0) is an increment too
-                            let inc = match &**value {
-                                Expr::Bin(BinOp::Add, a, b) => {
-                                    matches!(&**b, Expr::Lit(Lit::Int(k)) if *k > 0)
-                                        && format!("{a:?}") == format!("{target:?}")
-                                }
-                                _ => false,
-                            };
-                            let st = self.assign(st, target, v.clone(), inc);
-                            out.extend(st.into_iter().map(|s| (s, v.clone())));
-                        }
-                        Some(o) => {
-                            for (st, cur) in self.eval(target, st) {
-                                let newv = self.binop(*o, &cur, &v);
-                                let inc = *o == BinOp::Add
-                                    && matches!(v.sym.as_ref().and_then(Sym::lit).and_then(|x| x.as_i64()), Some(k) if k > 0);
-                                let sts = self.assign(st, target, newv.clone(), inc);
-                                out.extend(sts.into_iter().map(|s| (s, newv.clone())));
-                            }
-                        }
-                    }
-                }
-                out
-            }
+            Expr::Unary(op, a) => self.eval_unary(*op, a, st),
+            Expr::Bin(op, a, b) => self.eval_bin(*op, a, b, st),
+            Expr::Assign { target, op, value } => self.eval_assign(target, *op, value, st),
             Expr::IncDec { target, inc } => {
                 let mut out = Vec::new();
                 for (st, cur) in self.eval(target, st) {
@@ -407,34 +253,8 @@ impl<'a> Exec<'a> {
                 }
                 out
             }
-            Expr::Lambda { params, body } => {
-                // Counted where created: the body runs once, in a frame of its own.
-                let outer = st.frames.last().cloned();
-                let Some(mut frame) = outer else {
-                    return vec![(st, Val::opaque())];
-                };
-                for p in params {
-                    frame.locals.insert(p.clone(), Val::opaque());
-                }
-                st.frames.push(frame);
-                let depth = st.frames.len();
-                let mut out = Vec::new();
-                for mut s in self.block(body, vec![st]) {
-                    // keep the lambda's writes to captured locals out; its effects on node
-                    // variables stay
-                    while s.frames.len() >= depth {
-                        s.frames.pop();
-                    }
-                    let v = Val::tainted(s.val.take().map(|v| v.all_taint()).unwrap_or_default());
-                    if matches!(s.status, Status::Return | Status::Throw) {
-                        s.status = Status::Normal;
-                    }
-                    out.push((s, v));
-                }
-                merge_pairs(out)
-            }
+            Expr::Lambda { params, body } => self.eval_lambda(params, body, st),
             Expr::Stmt(s) => {
-                let mut st = st;
                 st.val = None;
                 let mut out = Vec::new();
                 for mut s in self.stmt(s, vec![st]) {
@@ -443,19 +263,7 @@ impl<'a> Exec<'a> {
                 }
                 merge_pairs(out)
             }
-            Expr::Try(a) => {
-                let mut out = Vec::new();
-                for (st, v) in self.eval(a, st) {
-                    if st.status == Status::Normal {
-                        let mut early = st.clone();
-                        early.status = Status::Return;
-                        early.val = Some(Val::tainted(v.all_taint()));
-                        out.push((early, Val::opaque()));
-                    }
-                    out.push((st, v));
-                }
-                out
-            }
+            Expr::Try(a) => self.eval_try(a, st),
             Expr::Let(pat, a) => {
                 let mut out = Vec::new();
                 for (st, v) in self.eval(a, st) {
@@ -476,6 +284,180 @@ impl<'a> Exec<'a> {
                 out
             }
         }
+    }
+
+    /// `a[i]`: no symbol; an element of a node variable's object is still that variable's.
+    fn eval_index(&self, a: &Expr, i: &Expr, st: St) -> Vec<(St, Val)> {
+        let mut out = Vec::new();
+        for (st, av) in self.eval(a, st) {
+            for (st, iv) in self.eval(i, st) {
+                let mut taint = av.all_taint();
+                taint.extend(iv.all_taint());
+                let v = Val {
+                    sym: None,
+                    taint,
+                    obj: match &av.obj {
+                        Obj::Node(x) => Obj::Node(x.clone()),
+                        _ => Obj::Plain,
+                    },
+                    ty: None,
+                };
+                out.push((st, v));
+            }
+        }
+        out
+    }
+
+    /// A struct (or struct variant) literal: the taint of its fields.
+    fn eval_struct(&self, path: &[String], fields: &[(String, Expr)], st: St) -> Vec<(St, Val)> {
+        let es: Vec<Expr> = fields.iter().map(|(_, e)| e.clone()).collect();
+        let mut out = Vec::new();
+        for (st, vals) in self.eval_list(&es, st) {
+            let mut taint = BTreeSet::new();
+            for v in &vals {
+                taint.extend(v.all_taint());
+            }
+            // `Enum::Variant { .. }`: its variant is a constant, so a `match` on
+            // it (a queued command run later) takes that arm only.
+            let sym = match path {
+                [.., e, var]
+                    if self.prog.classes.get(e).is_some_and(|c| {
+                        c.is_enum && c.variants.iter().any(|v| v.name == *var)
+                    }) =>
+                {
+                    Some(Sym::Const {
+                        name: var.clone(),
+                        value: Box::new(Sym::Str(self.variant_value(Some(e), var))),
+                    })
+                }
+                _ => None,
+            };
+            out.push((
+                st,
+                Val {
+                    sym,
+                    taint,
+                    obj: Obj::Plain,
+                    ty: path.first().cloned(),
+                },
+            ));
+        }
+        out
+    }
+
+    fn eval_unary(&self, op: UnOp, a: &Expr, st: St) -> Vec<(St, Val)> {
+        let mut out = Vec::new();
+        for (st, v) in self.eval(a, st) {
+            let sym = match op {
+                UnOp::Not => v.sym.clone().map(|s| Sym::Not(Box::new(s)).simplify()),
+                UnOp::Neg => v.sym.clone().map(|s| match s {
+                    Sym::Int(i) => Sym::Int(-i),
+                    s => Sym::Neg(Box::new(s)),
+                }),
+                UnOp::Other => v.sym.clone(),
+            };
+            out.push((st, Val { sym, ..v }));
+        }
+        out
+    }
+
+    fn eval_bin(&self, op: BinOp, a: &Expr, b: &Expr, st: St) -> Vec<(St, Val)> {
+        let mut out = Vec::new();
+        for (st, va) in self.eval(a, st) {
+            for (st, vb) in self.eval(b, st) {
+                let v = if matches!(op, BinOp::And | BinOp::Or) {
+                    // short-circuit: evaluate b only where needed, but a value is enough here
+                    logical(op, &va, &vb)
+                } else {
+                    self.binop(op, &va, &vb)
+                };
+                out.push((st, v));
+            }
+        }
+        merge_pairs(out)
+    }
+
+    /// `target = value` or `target op= value`: the assigned value.
+    fn eval_assign(
+        &self,
+        target: &Expr,
+        op: Option<BinOp>,
+        value: &Expr,
+        st: St,
+    ) -> Vec<(St, Val)> {
+        let mut out = Vec::new();
+        for (st, v) in self.eval(value, st) {
+            if st.status != Status::Normal {
+                out.push((st, v));
+                continue;
+            }
+            match op {
+                None => {
+                    // `x = x + k` (k > 0) is an increment too
+                    let inc = match value {
+                        Expr::Bin(BinOp::Add, a, b) => {
+                            matches!(&**b, Expr::Lit(Lit::Int(k)) if *k > 0)
+                                && format!("{a:?}") == format!("{target:?}")
+                        }
+                        _ => false,
+                    };
+                    let st = self.assign(st, target, v.clone(), inc);
+                    out.extend(st.into_iter().map(|s| (s, v.clone())));
+                }
+                Some(o) => {
+                    for (st, cur) in self.eval(target, st) {
+                        let newv = self.binop(o, &cur, &v);
+                        let inc = o == BinOp::Add
+                            && matches!(v.sym.as_ref().and_then(Sym::lit).and_then(|x| x.as_i64()), Some(k) if k > 0);
+                        let sts = self.assign(st, target, newv.clone(), inc);
+                        out.extend(sts.into_iter().map(|s| (s, newv.clone())));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// A lambda or closure: counted where created, the body runs once, in a frame of its own.
+    fn eval_lambda(&self, params: &[String], body: &Block, mut st: St) -> Vec<(St, Val)> {
+        let outer = st.frames.last().cloned();
+        let Some(mut frame) = outer else {
+            return vec![(st, Val::opaque())];
+        };
+        for p in params {
+            frame.locals.insert(p.clone(), Val::opaque());
+        }
+        st.frames.push(frame);
+        let depth = st.frames.len();
+        let mut out = Vec::new();
+        for mut s in self.block(body, vec![st]) {
+            // keep the lambda's writes to captured locals out; its effects on node
+            // variables stay
+            while s.frames.len() >= depth {
+                s.frames.pop();
+            }
+            let v = Val::tainted(s.val.take().map(|v| v.all_taint()).unwrap_or_default());
+            if matches!(s.status, Status::Return | Status::Throw) {
+                s.status = Status::Normal;
+            }
+            out.push((s, v));
+        }
+        merge_pairs(out)
+    }
+
+    /// `a?`: also an early return carrying the error's taint.
+    fn eval_try(&self, a: &Expr, st: St) -> Vec<(St, Val)> {
+        let mut out = Vec::new();
+        for (st, v) in self.eval(a, st) {
+            if st.status == Status::Normal {
+                let mut early = st.clone();
+                early.status = Status::Return;
+                early.val = Some(Val::tainted(v.all_taint()));
+                out.push((early, Val::opaque()));
+            }
+            out.push((st, v));
+        }
+        out
     }
 
     pub(super) fn eval_path(&self, st: &mut St, p: &[String]) -> Val {
@@ -816,6 +798,44 @@ pub(super) fn taint_root_local(st: &mut St, e: &Expr, taint: &BTreeSet<Src>) {
         }
         Expr::Field(a, _) | Expr::Index(a, _) | Expr::Unary(_, a) => taint_root_local(st, a, taint),
         _ => {}
+    }
+}
+
+/// A literal's value; a string naming a file is that file's label.
+fn lit_val(l: &Lit) -> Val {
+    match lit_sym(l) {
+        Some(s) => {
+            let mut v = Val::sym(s.clone());
+            if let Sym::Str(x) = &s {
+                if is_file_label(x) {
+                    v.taint.insert(Src::S(x.clone()));
+                }
+            }
+            v
+        }
+        None => Val::opaque(),
+    }
+}
+
+/// `a && b`, `a || b`: symbolic where both sides are.
+fn logical(op: BinOp, va: &Val, vb: &Val) -> Val {
+    let sym = match (&va.sym, &vb.sym) {
+        (Some(x), Some(y)) => Some(
+            Sym::bin(
+                x.clone(),
+                if op == BinOp::And { SOp::And } else { SOp::Or },
+                y.clone(),
+            )
+            .simplify(),
+        ),
+        _ => None,
+    };
+    let taint = va.all_taint().union(&vb.all_taint()).cloned().collect();
+    Val {
+        sym,
+        taint,
+        obj: Obj::Plain,
+        ty: None,
     }
 }
 

@@ -53,6 +53,7 @@ impl<'a> Exec<'a> {
             .or_insert_with(|| stmt_contains_call(s, c))
     }
 
+    /// A statement run from `states`: one function per kind of statement.
     pub(super) fn stmt(&self, s: &Stmt, states: Vec<St>) -> Vec<St> {
         self.steps.set(self.steps.get() + states.len());
         self.line.set(s.line);
@@ -82,38 +83,7 @@ impl<'a> Exec<'a> {
         let res = match &s.kind {
             StmtKind::Local {
                 pat, ty, init, els, ..
-            } => {
-                let mut res = Vec::new();
-                for st in live {
-                    let pairs = match init {
-                        Some(e) => self.eval(e, st),
-                        None => vec![(st, Val::opaque())],
-                    };
-                    for (st, mut v) in pairs {
-                        if st.status != Status::Normal {
-                            res.push(st);
-                            continue;
-                        }
-                        if let Some(t) = ty.as_deref().filter(|t| self.declared_type_wins(t, &v)) {
-                            v.ty = Some(t.to_string());
-                        }
-                        if let (Pat::Bind(name), Some(_)) = (pat, init) {
-                            if let Some(var) = self.node_local(&st, name) {
-                                let mut st = st;
-                                self.write_var(&mut st, &var, v, false);
-                                res.push(st);
-                                continue;
-                            }
-                        }
-                        let (m, u) = self.match_pat(st, pat, &v);
-                        res.extend(m);
-                        if let Some(b) = els {
-                            res.extend(self.block(b, u));
-                        }
-                    }
-                }
-                res
-            }
+            } => self.stmt_local(pat, ty.as_deref(), init.as_ref(), els.as_ref(), live),
             StmtKind::Expr(e) => {
                 let mut res = Vec::new();
                 for st in live {
@@ -152,7 +122,15 @@ impl<'a> Exec<'a> {
             } => {
                 let live = self.stmts(init, live);
                 let (live, mut res) = split(live);
-                res.extend(self.looped(label, cond.as_ref(), update, body, live, None, s.line));
+                let l = Loop {
+                    label,
+                    cond: cond.as_ref(),
+                    update,
+                    body,
+                    bind: None,
+                    line: s.line,
+                };
+                res.extend(self.looped(&l, live));
                 res
             }
             StmtKind::ForEach {
@@ -162,52 +140,17 @@ impl<'a> Exec<'a> {
                 body,
                 ty,
             } => {
-                let mut res = Vec::new();
-                for st in live {
-                    for (st, v) in self.eval(iter, st) {
-                        if st.status != Status::Normal {
-                            res.push(st);
-                            continue;
-                        }
-                        let elem = Val {
-                            sym: None,
-                            taint: v.all_taint(),
-                            obj: match v.obj {
-                                Obj::Node(x) => Obj::Node(x),
-                                _ => Obj::Plain,
-                            },
-                            ty: ty.clone(),
-                        };
-                        res.extend(self.looped(
-                            label,
-                            None,
-                            &[],
-                            body,
-                            vec![st],
-                            Some((pat, elem)),
-                            s.line,
-                        ));
-                    }
-                }
-                res
+                let l = Loop {
+                    label,
+                    cond: None,
+                    update: &[],
+                    body,
+                    bind: None,
+                    line: s.line,
+                };
+                self.stmt_for_each(&l, pat, iter, ty, live)
             }
-            StmtKind::Return(e) => {
-                let mut res = Vec::new();
-                for st in live {
-                    let pairs = match e {
-                        Some(e) => self.eval(e, st),
-                        None => vec![(st, Val::opaque())],
-                    };
-                    for (mut st, v) in pairs {
-                        if st.status == Status::Normal {
-                            st.status = Status::Return;
-                            st.val = Some(v);
-                        }
-                        res.push(st);
-                    }
-                }
-                res
-            }
+            StmtKind::Return(e) => self.stmt_return(e.as_ref(), live),
             StmtKind::Break(l) => live
                 .into_iter()
                 .map(|mut st| {
@@ -244,24 +187,122 @@ impl<'a> Exec<'a> {
                 self.after_try(entry, after, catches, finally.as_ref(), None)
             }
             StmtKind::Block(b) => self.block(b, live),
-            StmtKind::Opaque(es) => {
-                let mut res = Vec::new();
-                for st in live {
-                    let mut cur = vec![st];
-                    for e in es {
-                        let mut next = Vec::new();
-                        for st in cur {
-                            next.extend(self.eval(e, st).into_iter().map(|(s, _)| s));
-                        }
-                        cur = next;
-                    }
-                    res.extend(cur);
-                }
-                res
-            }
+            StmtKind::Opaque(es) => self.stmt_opaque(es, live),
         };
         out.extend(res);
         out
+    }
+
+    /// `let pat: ty = init else { els }` (or a Java local declaration).
+    fn stmt_local(
+        &self,
+        pat: &Pat,
+        ty: Option<&str>,
+        init: Option<&Expr>,
+        els: Option<&Block>,
+        live: Vec<St>,
+    ) -> Vec<St> {
+        let mut res = Vec::new();
+        for st in live {
+            let pairs = match init {
+                Some(e) => self.eval(e, st),
+                None => vec![(st, Val::opaque())],
+            };
+            for (st, mut v) in pairs {
+                if st.status != Status::Normal {
+                    res.push(st);
+                    continue;
+                }
+                if let Some(t) = ty.filter(|t| self.declared_type_wins(t, &v)) {
+                    v.ty = Some(t.to_string());
+                }
+                if let (Pat::Bind(name), Some(_)) = (pat, init) {
+                    if let Some(var) = self.node_local(&st, name) {
+                        let mut st = st;
+                        self.write_var(&mut st, &var, v, false);
+                        res.push(st);
+                        continue;
+                    }
+                }
+                let (m, u) = self.match_pat(st, pat, &v);
+                res.extend(m);
+                if let Some(b) = els {
+                    res.extend(self.block(b, u));
+                }
+            }
+        }
+        res
+    }
+
+    /// `for pat in iter { body }`: the element carries the collection's taint, and an element
+    /// of a node variable's object is still that variable's.
+    fn stmt_for_each(
+        &self,
+        l: &Loop,
+        pat: &Pat,
+        iter: &Expr,
+        ty: &Option<String>,
+        live: Vec<St>,
+    ) -> Vec<St> {
+        let mut res = Vec::new();
+        for st in live {
+            for (st, v) in self.eval(iter, st) {
+                if st.status != Status::Normal {
+                    res.push(st);
+                    continue;
+                }
+                let elem = Val {
+                    sym: None,
+                    taint: v.all_taint(),
+                    obj: match v.obj {
+                        Obj::Node(x) => Obj::Node(x),
+                        _ => Obj::Plain,
+                    },
+                    ty: ty.clone(),
+                };
+                let each = Loop {
+                    bind: Some((pat, elem)),
+                    ..l.clone()
+                };
+                res.extend(self.looped(&each, vec![st]));
+            }
+        }
+        res
+    }
+
+    fn stmt_return(&self, e: Option<&Expr>, live: Vec<St>) -> Vec<St> {
+        let mut res = Vec::new();
+        for st in live {
+            let pairs = match e {
+                Some(e) => self.eval(e, st),
+                None => vec![(st, Val::opaque())],
+            };
+            for (mut st, v) in pairs {
+                if st.status == Status::Normal {
+                    st.status = Status::Return;
+                    st.val = Some(v);
+                }
+                res.push(st);
+            }
+        }
+        res
+    }
+
+    /// A statement the IR does not model: its expressions run in order.
+    fn stmt_opaque(&self, es: &[Expr], live: Vec<St>) -> Vec<St> {
+        let mut res = Vec::new();
+        for st in live {
+            let mut cur = vec![st];
+            for e in es {
+                let mut next = Vec::new();
+                for st in cur {
+                    next.extend(self.eval(e, st).into_iter().map(|(s, _)| s));
+                }
+                cur = next;
+            }
+            res.extend(cur);
+        }
+        res
     }
 
     /// Finish a `try` whose body produced `after` (from `entry`). `from_catch`: the region
@@ -355,17 +396,10 @@ impl<'a> Exec<'a> {
         normalize(res)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn looped(
-        &self,
-        label: &Option<String>,
-        cond: Option<&Expr>,
-        update: &[Expr],
-        body: &Block,
-        entry: Vec<St>,
-        bind: Option<(&Pat, Val)>,
-        line: usize,
-    ) -> Vec<St> {
+    /// A loop from `entry`, run twice (see the module doc).
+    pub(super) fn looped(&self, l: &Loop, entry: Vec<St>) -> Vec<St> {
+        let (label, cond, update, body, line) = (l.label, l.cond, l.update, l.body, l.line);
+        let bind = &l.bind;
         let mut exits = Vec::new();
         let mut cur = entry;
         let assigned = assigned_names(body);
@@ -414,7 +448,7 @@ impl<'a> Exec<'a> {
                     }
                 }
             }
-            if let Some((pat, v)) = &bind {
+            if let Some((pat, v)) = bind {
                 let mut bound = Vec::new();
                 for st in go {
                     bound.extend(self.match_pat(st, pat, v).0);
@@ -630,4 +664,16 @@ mod tests {
             ["i".to_string(), "j".to_string()].into()
         );
     }
+}
+
+/// A loop as the walk runs it: a `for`/`while` with its condition and update, or a for-each
+/// with the pattern bound to each element.
+#[derive(Clone)]
+pub(super) struct Loop<'s> {
+    pub label: &'s Option<String>,
+    pub cond: Option<&'s Expr>,
+    pub update: &'s [Expr],
+    pub body: &'s Block,
+    pub bind: Option<(&'s Pat, Val)>,
+    pub line: usize,
 }

@@ -40,7 +40,7 @@ public final class QuietProbe {
     public static void main(String[] args) throws Exception {
         Backlog.init(null);
         // Only the probe's own threads count (a system's hooks.toml names the JVM's to ignore).
-        Hook.ignoreThreads.add(java.util.regex.Pattern.compile("^(?!stalled-acceptor$|acceptor$)"));
+        Quiescence.ignoreThreads.add(java.util.regex.Pattern.compile("^(?!stalled-acceptor$|acceptor$)"));
         try (ServerSocket ss = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
             Object impl = Backlog.impl(ss);
             FileDescriptor fd = impl != null ? Backlog.fd(impl) : null;
@@ -49,7 +49,7 @@ public final class QuietProbe {
             // connected: in the hook's books it rests, while the kernel holds a connection for it.
             CountDownLatch in = new CountDownLatch(1);
             Thread stalled = new Thread(() -> {
-                Hook.enter(Hook.NET, fd);
+                Rests.enter(Rests.NET, fd);
                 in.countDown();
                 LockSupport.park();
             }, "stalled-acceptor");
@@ -59,21 +59,21 @@ public final class QuietProbe {
             while (stalled.getState() != Thread.State.WAITING) {
                 Thread.onSpinWait();
             }
-            String before = Hook.busyThread();
+            String before = Quiescence.busyThread();
             expect(before == null, "a listener with nothing queued rests (busy: " + before + ")");
             try (Socket peer = new Socket(ss.getInetAddress(), ss.getLocalPort())) {
-                String b = Hook.busyThread();
+                String b = Quiescence.busyThread();
                 expect(b != null && b.startsWith("stalled-acceptor"),
                     "a queued connection keeps its acceptor busy (busy: " + b + ")");
             }
-            Hook.resting.remove(stalled);
+            Rests.resting.remove(stalled);
             // The real accept: waits in the rest, takes the connection outside it.
             AtomicReference<Object> got = new AtomicReference<>();
             Thread acceptor = acceptor(ss, got);
             try (Socket peer = new Socket(ss.getInetAddress(), ss.getLocalPort())) {
                 acceptor.join();
                 expect(got.get() instanceof Socket, "naccept returns the connection (got " + got.get() + ")");
-                expect(!Hook.resting.containsKey(acceptor), "the acceptor left its rest");
+                expect(!Rests.resting.containsKey(acceptor), "the acceptor left its rest");
                 if (got.get() instanceof Socket) {
                     ((Socket) got.get()).close();
                 }
@@ -83,7 +83,7 @@ public final class QuietProbe {
         ServerSocket closing = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
         AtomicReference<Object> ended = new AtomicReference<>();
         Thread waiter = acceptor(closing, ended);
-        while (!Hook.resting.containsKey(waiter) && waiter.isAlive()) {
+        while (!Rests.resting.containsKey(waiter) && waiter.isAlive()) {
             Thread.onSpinWait();
         }
         closing.close();

@@ -79,12 +79,36 @@ struct Record {
     peer: Option<(NodeId, u32)>,
 }
 
+/// Where a node's process is in its life, as the event server sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Life {
+    /// Down since the start of the run, never started: its first process is incarnation 0.
+    Unstarted,
+    /// Crashed by flymc: its next reboot starts the next incarnation.
+    Crashed,
+    /// Its process started and has not registered with the event server yet.
+    Started,
+    /// Registered, and has not reported ready yet.
+    Registered,
+    /// Reported ready: its startup is done.
+    Ready,
+}
+
+impl Life {
+    /// A process runs (or is about to): requests from it count.
+    fn alive(self) -> bool {
+        !matches!(self, Life::Unstarted | Life::Crashed)
+    }
+
+    fn registered(self) -> bool {
+        matches!(self, Life::Registered | Life::Ready)
+    }
+}
+
 #[derive(Clone)]
 struct NodeState {
     incarnation: u32,
-    alive: bool,
-    registered: bool,
-    ready: bool,
+    life: Life,
     pid: Option<u32>,
     vars: Map<String, Value>,
     /// The parent of events reported during startup: none at first, the reboot after one.
@@ -107,17 +131,13 @@ struct NodeState {
     /// The state its hook reported on going on after the latest pause (`/v1/resumed`), until
     /// flymc has compared it with the state recorded before the pause.
     resumed: Option<Map<String, Value>>,
-    /// Down since the start of the run, never started: its first process is incarnation 0.
-    unstarted: bool,
 }
 
 impl NodeState {
     fn fresh(incarnation: u32, boot_parent: Option<EventId>) -> NodeState {
         NodeState {
             incarnation,
-            alive: true,
-            registered: false,
-            ready: false,
+            life: Life::Started,
             pid: None,
             vars: Map::new(),
             boot_parent,
@@ -130,12 +150,11 @@ impl NodeState {
             threads: false,
             pause: None,
             resumed: None,
-            unstarted: false,
         }
     }
 
     fn busy(&self) -> bool {
-        self.alive && (!self.ready || !self.outstanding.is_empty())
+        self.life.alive() && (self.life != Life::Ready || !self.outstanding.is_empty())
     }
 }
 
@@ -183,7 +202,7 @@ impl SavedRun {
         self.0
             .nodes
             .iter()
-            .map(|s| s.alive.then_some(s.incarnation))
+            .map(|s| s.life.alive().then_some(s.incarnation))
             .collect()
     }
 }
@@ -326,7 +345,7 @@ impl RunState {
                 ),
             )
         })?;
-        if !s.alive {
+        if !s.life.alive() {
             return Err(ServerError::new(
                 409,
                 "stale",
@@ -348,7 +367,7 @@ impl RunState {
 
     fn registered(&mut self, node: usize, incarnation: u32) -> Result<&mut NodeState, ServerError> {
         let s = self.member(node, incarnation)?;
-        if !s.registered {
+        if !s.life.registered() {
             return Err(ServerError::new(
                 409,
                 "conflict",
@@ -373,7 +392,9 @@ impl RunState {
         }
         let nodes = self.nodes.len();
         let s = self.member(r.node, r.incarnation)?;
-        s.registered = true;
+        if s.life == Life::Started {
+            s.life = Life::Registered;
+        }
         s.pid = r.pid;
         s.pausable = r.pausable;
         s.threads = r.threads;
@@ -391,7 +412,7 @@ impl RunState {
         let s = self.registered(node, r.incarnation)?;
         let boot_parent = s.boot_parent;
         let front = s.outstanding.front().copied();
-        let ready = s.ready;
+        let ready = s.life == Life::Ready;
         // Validate every event first, so a rejected request changes nothing.
         let mut new = Vec::with_capacity(r.events.len());
         for (i, e) in r.events.iter().enumerate() {
@@ -510,7 +531,7 @@ impl RunState {
                 .parent
                 .and_then(|p| self.gens.get(&p).copied())
                 .unwrap_or(0);
-            let alive = self.nodes[event.to].alive && !self.on_dead_connection(&event, &payload);
+            let alive = self.alive(event.to) && !self.on_dead_connection(&event, &payload);
             if wire_kind == Kind::Disk && alive {
                 self.nodes[node].parked = Some(id);
             }
@@ -539,8 +560,8 @@ impl RunState {
     pub fn done(&mut self, r: &DoneRequest) -> Result<DoneReply, ServerError> {
         let s = self.registered(r.node, r.incarnation)?;
         let Some(id) = r.event.map(m) else {
-            let fresh = !s.ready;
-            s.ready = true;
+            let fresh = s.life != Life::Ready;
+            s.life = Life::Ready;
             s.vars = r.state.clone();
             return Ok(DoneReply { fresh });
         };
@@ -662,7 +683,7 @@ impl RunState {
         for &n in nodes {
             let s = &self.nodes[n];
             if let Some(how) = &s.exited {
-                return Err(Unquiet::Exited(n, how.clone(), s.ready));
+                return Err(Unquiet::Exited(n, how.clone(), s.life == Life::Ready));
             }
             match &s.resumed {
                 None => check.waiting.push(n),
@@ -684,7 +705,11 @@ impl RunState {
     pub fn ask_pause(&mut self) -> Result<Vec<NodeId>, String> {
         self.quiet()
             .map_err(|u| format!("the cluster is not quiet: {u:?}"))?;
-        if let Some(i) = self.nodes.iter().position(|s| s.alive && !s.pausable) {
+        if let Some(i) = self
+            .nodes
+            .iter()
+            .position(|s| s.life.alive() && !s.pausable)
+        {
             return Err(format!(
                 "node n{i}'s hook cannot pause for a checkpoint (it did not register as pausable)"
             ));
@@ -694,7 +719,7 @@ impl RunState {
         let mut asked = Vec::new();
         for (i, s) in self.nodes.iter_mut().enumerate() {
             s.resumed = None;
-            if s.alive {
+            if s.life.alive() {
                 s.pause = Some((n, false));
                 asked.push(i);
             }
@@ -706,7 +731,7 @@ impl RunState {
     pub fn all_paused(&self) -> bool {
         self.nodes
             .iter()
-            .all(|s| !s.alive || s.pause.is_none_or(|(_, p)| p))
+            .all(|s| !s.life.alive() || s.pause.is_none_or(|(_, p)| p))
     }
 
     /// The nodes that have paused.
@@ -751,7 +776,7 @@ impl RunState {
             && (to.threads || to.parked.is_none_or(|p| p == rec.event.id))
             && rec.peer.is_none_or(|(p, inc)| {
                 let s = &self.nodes[p];
-                !s.alive || s.incarnation != inc
+                !s.life.alive() || s.incarnation != inc
             })
             && rec.channel.as_ref().is_none_or(|c| {
                 // Only the oldest undelivered message of a channel.
@@ -777,7 +802,7 @@ impl RunState {
     /// Enable a pending event: queue its order at its node. Returns the node.
     pub fn enable(&mut self, id: EventId) -> Option<NodeId> {
         let rec = self.events.get(&id)?;
-        if !self.pending_visible(rec) || !self.nodes[rec.event.to].alive {
+        if !self.pending_visible(rec) || !self.nodes[rec.event.to].life.alive() {
             return None;
         }
         let node = rec.event.to;
@@ -841,9 +866,10 @@ impl RunState {
     /// `node` was crashed (its `nth` crash): drop what was in flight to it.
     pub fn crash(&mut self, node: NodeId, nth: u32) {
         let s = &mut self.nodes[node];
-        s.alive = false;
-        s.registered = false;
-        s.ready = false;
+        // A node down since the start stays unstarted: its first process is still incarnation 0.
+        if s.life.alive() {
+            s.life = Life::Crashed;
+        }
         s.outstanding.clear();
         s.parked = None;
         for rec in self.events.values_mut() {
@@ -872,7 +898,7 @@ impl RunState {
     pub fn notice(&mut self, cause: EventId, name: &str, about: NodeId) {
         let gen = self.gens.get(&cause).copied().unwrap_or(0);
         for to in 0..self.nodes.len() {
-            if to == about || !self.nodes[to].alive {
+            if to == about || !self.nodes[to].life.alive() {
                 continue;
             }
             let id = EventId::derive(Some(cause), 0, EventKind::Client, name, None, to);
@@ -910,9 +936,7 @@ impl RunState {
     /// process, what was pending at it (its client requests) is lost, and its first reboot
     /// starts its first process, incarnation 0.
     pub fn down(&mut self, node: NodeId) {
-        let s = &mut self.nodes[node];
-        s.alive = false;
-        s.unstarted = true;
+        self.nodes[node].life = Life::Unstarted;
         for rec in self.events.values_mut() {
             if rec.event.to == node && rec.status == Status::Pending {
                 rec.status = Status::Dropped;
@@ -927,7 +951,11 @@ impl RunState {
         let id = EventId::reboot(node, nth);
         let s = &mut self.nodes[node];
         let vars = std::mem::take(&mut s.vars);
-        let incarnation = if s.unstarted { 0 } else { s.incarnation + 1 };
+        let incarnation = if s.life == Life::Unstarted {
+            0
+        } else {
+            s.incarnation + 1
+        };
         *s = NodeState::fresh(incarnation, Some(id));
         s.vars = vars;
         self.gens.insert(id, self.actions);
@@ -936,7 +964,7 @@ impl RunState {
     }
 
     pub fn alive(&self, node: NodeId) -> bool {
-        self.nodes.get(node).is_some_and(|s| s.alive)
+        self.nodes.get(node).is_some_and(|s| s.life.alive())
     }
 
     pub fn incarnation(&self, node: NodeId) -> u32 {
@@ -953,7 +981,7 @@ impl RunState {
             return;
         }
         if let Some(s) = self.nodes.get_mut(node) {
-            if s.alive && s.incarnation == incarnation {
+            if s.life.alive() && s.incarnation == incarnation {
                 s.exited = Some(status);
             }
         }
@@ -962,8 +990,8 @@ impl RunState {
     /// `Ok` when every live node has finished what it was given.
     pub fn quiet(&self) -> Result<(), Unquiet> {
         for (i, s) in self.nodes.iter().enumerate() {
-            if let (true, Some(why)) = (s.alive, &s.exited) {
-                return Err(Unquiet::Exited(i, why.clone(), s.ready));
+            if let (true, Some(why)) = (s.life.alive(), &s.exited) {
+                return Err(Unquiet::Exited(i, why.clone(), s.life == Life::Ready));
             }
         }
         match self.nodes.iter().position(NodeState::busy) {
@@ -975,9 +1003,9 @@ impl RunState {
     /// What the busy node is doing, for hang reports.
     pub fn busy_with(&self, node: NodeId) -> String {
         let s = &self.nodes[node];
-        if !s.registered {
+        if !s.life.registered() {
             "never registered with the event server".into()
-        } else if !s.ready {
+        } else if s.life != Life::Ready {
             "registered but never reported ready".into()
         } else if let Some(id) = s.outstanding.front() {
             let what = self
@@ -996,7 +1024,7 @@ impl RunState {
             .nodes
             .iter()
             .map(|s| NodeView {
-                alive: s.alive,
+                alive: s.life.alive(),
                 vars: s.vars.clone(),
             })
             .collect();

@@ -47,10 +47,10 @@ public final class Agent {
             }
         }
         for (Object o : (List<Object>) cfg.getOrDefault("ignore_threads", new ArrayList<>())) {
-            Hook.ignoreThreads.add(Pattern.compile(o.toString()));
+            Quiescence.ignoreThreads.add(Pattern.compile(o.toString()));
         }
         for (Object o : (List<Object>) cfg.getOrDefault("idle_frames", new ArrayList<>())) {
-            Hook.idleFrames.add(o.toString());
+            Quiescence.idleFrames.add(o.toString());
         }
         Hook.node = Integer.parseInt(env("FLYMC_NODE"));
         Hook.nodes = Integer.parseInt(env("FLYMC_NODES"));
@@ -85,7 +85,7 @@ public final class Agent {
         Expr afterEvent = cfg.get("after_event") != null ? Expr.parse(cfg.get("after_event").toString()) : null;
         Thread t = new Thread(() -> run(ready, state, afterEvent), "flymc-dispatch");
         t.setDaemon(true);
-        Hook.agentThreads.add(t);
+        Quiescence.agentThreads.add(t);
         t.start();
     }
 
@@ -112,7 +112,7 @@ public final class Agent {
     }
 
     private static void done(String id, Expr state) {
-        Map<String, Object> b = Hook.base();
+        Map<String, Object> b = Events.base();
         b.put("event", id);
         b.put("state", reported(state));
         Hook.net.post("done", b, false);
@@ -124,7 +124,7 @@ public final class Agent {
         Object s = state(state);
         // Generic for every system whose state is an object: what `exception` points recorded
         // this incarnation; absent while there is nothing, so such states hash as before.
-        List<Object> ex = Hook.exceptionRecords();
+        List<Object> ex = Exceptions.exceptionRecords();
         if (ex != null && s instanceof Map) {
             Map<String, Object> m = new LinkedHashMap<>((Map<String, Object>) s);
             m.put("exceptions", ex);
@@ -145,11 +145,11 @@ public final class Agent {
                     Hook.log("not ready yet: " + ready + " (captured: " + Hook.captures.keySet() + ")");
                 }
             }
-            Hook.awaitQuiet();
+            Quiescence.awaitQuiet();
             done(null, state);
             long after = 0;
             while (true) {
-                Map<String, Object> req = Hook.base();
+                Map<String, Object> req = Events.base();
                 req.put("after", after);
                 req.put("wait_ms", 25000L);
                 Map<String, Object> r = Hook.net.post("poll", req, true);
@@ -159,20 +159,20 @@ public final class Agent {
                     after = Math.max(after, ((Number) order.get("seq")).longValue());
                     String id = (String) ((Map<String, Object>) order.get("event")).get("id");
                     long began = System.nanoTime();
-                    Hook.dispatch(order);
-                    Hook.awaitQuiet();
+                    Orders.dispatch(order);
+                    Quiescence.awaitQuiet();
                     long ms = (System.nanoTime() - began) / 1_000_000;
                     if (TRACE && ms > 50) {
-                        Hook.log("event " + id + " took " + ms + " ms; last busy: " + Hook.lastBusySeen);
+                        Hook.log("event " + id + " took " + ms + " ms; last busy: " + Quiescence.lastBusySeen);
                     }
                     if (TRACE) {
-                        Hook.log("quiet checks so far: " + Hook.exactQuiet + " exact, " + Hook.sampledQuiet
-                            + " sampled" + (Hook.inexactBy != null ? " (last because of " + Hook.inexactBy + ")" : ""));
+                        Hook.log("quiet checks so far: " + Quiescence.exactQuiet + " exact, " + Quiescence.sampledQuiet
+                            + " sampled" + (Quiescence.inexactBy != null ? " (last because of " + Quiescence.inexactBy + ")" : ""));
                     }
                     // Work the integration does once the node rests (e.g. a client's waiting
                     // request, sent when the node serves), part of the same event.
                     while (afterEvent != null && Expr.truth(safe(afterEvent))) {
-                        Hook.awaitQuiet();
+                        Quiescence.awaitQuiet();
                     }
                     done(id, state);
                 }
@@ -193,7 +193,7 @@ public final class Agent {
      * in every copy restored from the snapshot, each on connections of its own.
      */
     private static void pause(long n, Expr state) throws java.io.IOException {
-        Map<String, Object> b = Hook.base();
+        Map<String, Object> b = Events.base();
         b.put("pause", n);
         Hook.net.post("paused", b, false);
         Hook.net = Hook.net.fresh();
@@ -201,7 +201,7 @@ public final class Agent {
         java.nio.file.Files.readAllBytes(java.nio.file.Path.of(env("FLYMC_RESUME")));
         // Going on (this JVM, or a copy restored from its snapshot): the state as this process
         // finds it, read afresh, for flymc to check against the one recorded before the pause.
-        Map<String, Object> r = Hook.base();
+        Map<String, Object> r = Events.base();
         r.put("pause", n);
         r.put("state", reported(state));
         Hook.net.post("resumed", r, false);

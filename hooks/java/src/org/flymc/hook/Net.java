@@ -54,7 +54,7 @@ final class Net {
             .executor(Executors.newCachedThreadPool(r -> {
                 Thread t = new Thread(r, name + "-" + n.incrementAndGet());
                 t.setDaemon(true);
-                Hook.agentThreads.add(t);
+                Quiescence.agentThreads.add(t);
                 return t;
             }))
             .build();
