@@ -156,6 +156,78 @@ const LONG_RUN: &[&str] = &[
     "out",
 ];
 
+/// The janitor flymc forked at its start (`flymc-janitor`, a child of `flymc`).
+fn janitor_of(flymc: u32) -> u32 {
+    let children = std::fs::read_to_string(format!("/proc/{flymc}/task/{flymc}/children"))
+        .unwrap_or_default();
+    children
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u32>().ok())
+        .find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "flymc-janitor")
+        })
+        .unwrap_or_else(|| panic!("flymc {flymc} has no janitor child"))
+}
+
+/// The processes whose environment holds `mark` (flymc's, and what it started: its janitor,
+/// the nodes, CRIU), with their command names.
+fn marked_processes(mark: &str) -> Vec<(u32, String)> {
+    let needle = format!("FLYMC_TEST_MARK={mark}");
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            found.push((pid, comm.trim().to_string()));
+        }
+    }
+    found
+}
+
+#[test]
+fn kill_9_during_snapshotting_leaves_no_process_namespace_image_or_run_directory() {
+    raft_node();
+    flymc_real::cluster::local::snapshots_usable()
+        .unwrap_or_else(|why| panic!("this test needs CRIU (`flymc setup criu`): {why}"));
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("runs");
+    let mark = d.path().file_name().unwrap().to_string_lossy().into_owned();
+    let work = tempfile::tempdir().unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_flymc"));
+    c.args(LONG_RUN)
+        .current_dir(work.path())
+        .env("FLYMC_WORKLOADS", common::workloads())
+        .env("FLYMC_RUN_ROOT", &root)
+        .env("FLYMC_TEST_MARK", &mark)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(work.path().join("stderr")).unwrap());
+    let mut flymc = c.spawn().expect("flymc starts");
+    // Mid-snapshot: CRIU is dumping or restoring a node.
+    wait_for("a CRIU process of the run", || {
+        marked_processes(&mark).iter().any(|(_, comm)| comm == "criu")
+    });
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(flymc.id() as libc::pid_t, libc::SIGKILL);
+    }
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(flymc.wait().unwrap().signal(), Some(libc::SIGKILL));
+    // Its janitor kills what flymc started (nodes, each the first process of its PID
+    // namespace, and CRIU with what it forked), then removes the run directories and the
+    // snapshot images, then ends itself.
+    wait_for("no process of the killed flymc", || marked_processes(&mark).is_empty());
+    let left: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 #[test]
 fn a_run_directory_left_by_a_killed_flymc_is_swept_by_the_next_run_but_no_live_or_kept_one() {
     raft_node();
@@ -191,15 +263,18 @@ fn a_run_directory_left_by_a_killed_flymc_is_swept_by_the_next_run_but_no_live_o
         .filter(|p| *p != live_dir)
         .collect();
     assert!(!kept.is_empty(), "--keep-run-dirs kept no directory");
-    // A flymc killed mid-run by SIGKILL: nothing of it can clean up.
+    // A flymc killed mid-run by SIGKILL with its janitor (which would clean up after it: the
+    // next test): nothing of it can clean up.
     let killed_run = tempfile::tempdir().unwrap();
     let child = spawn(killed_run.path(), &env, LONG_RUN);
     let known: BTreeSet<PathBuf> = kept.iter().cloned().chain([live_dir.clone()]).collect();
     wait_for("the killed flymc's run directory", || {
         run_dirs(&root).iter().any(|p| !known.contains(p))
     });
-    // SAFETY: signalling our own child.
+    let janitor = janitor_of(child.id());
+    // SAFETY: signalling our own child and its child.
     unsafe {
+        libc::kill(janitor as libc::pid_t, libc::SIGKILL);
         libc::kill(child.id() as libc::pid_t, libc::SIGKILL);
     }
     let ran = finish(child, killed_run.path());

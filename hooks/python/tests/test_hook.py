@@ -167,7 +167,7 @@ def test_a_pausable_hook_pauses_closes_its_connections_and_resumes_from_the_pipe
     os.mkfifo(pipe)
     hook = connect(server, FLYMC_RESUME=pipe)
     assert server.of("register")[0]["pausable"] is True
-    hook.ready({})
+    hook.ready({"term": 1})
     server.pause = 4
     got: list = []
     t = threading.Thread(target=lambda: got.append(hook.next()))
@@ -189,6 +189,9 @@ def test_a_pausable_hook_pauses_closes_its_connections_and_resumes_from_the_pipe
     t.join(5)
     assert got and got[0].id == "m1"
     assert server.of("poll")[-1]["after"] == 0
+    # On going on, before polling again: the state it last reported, for flymc to check.
+    resumed = server.of("resumed")
+    assert [(r["pause"], r["state"]) for r in resumed] == [(4, {"term": 1})], resumed
 
 
 def test_a_request_on_a_connection_closed_unanswered_is_sent_again(server: FakeServer) -> None:

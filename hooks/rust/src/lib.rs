@@ -65,7 +65,8 @@ use client::{Client, Lane};
 use order::Local;
 use protocol::{
     env, CancelReply, CancelRequest, DoneReply, DoneRequest, EventsReply, EventsRequest, Intercept,
-    PausedReply, PausedRequest, PollReply, PollRequest, RegisterReply, RegisterRequest,
+    PausedReply, PausedRequest, PollReply, PollRequest, RegisterReply, RegisterRequest, ResumedReply,
+    ResumedRequest,
 };
 pub use protocol::{EventId, Kind, PROTOCOL_VERSION};
 
@@ -550,11 +551,14 @@ impl Hook {
                     node: self.node(),
                     incarnation: self.incarnation(),
                     event,
-                    state,
+                    state: state.clone(),
                 },
             )
             .await?;
-        self.inner.lock().finished(event);
+        let mut l = self.inner.lock();
+        l.finished(event);
+        l.reported = state;
+        drop(l);
         self.inner.changed.notify_waiters();
         Ok(())
     }
@@ -583,12 +587,12 @@ impl Hook {
 /// process is snapshotted, and go on when flymc writes to the resume pipe — in this process and
 /// in every copy restored from the snapshot, each on connections of its own.
 async fn pause(
+    inner: &Inner,
     client: &Client,
-    node: usize,
-    incarnation: u32,
     n: u64,
     pipe: &std::path::Path,
 ) -> Result<(), HookError> {
+    let (node, incarnation) = (inner.cfg.node, inner.cfg.incarnation);
     let req = PausedRequest {
         node,
         incarnation,
@@ -602,6 +606,16 @@ async fn pause(
         .await
         .map_err(|e| HookError::Usage(format!("waiting to resume: {e}")))?
         .map_err(|e| HookError::Usage(format!("cannot read the resume pipe: {e}")))?;
+    // Going on (this process, or a copy restored from its snapshot): say in which state, for
+    // flymc to check against the one recorded before the pause.
+    let state = inner.lock().reported.clone();
+    let req = ResumedRequest {
+        node,
+        incarnation,
+        pause: n,
+        state,
+    };
+    let _: ResumedReply = client.post(Lane::Report, "resumed", &req).await?;
     Ok(())
 }
 
@@ -637,7 +651,7 @@ async fn poll_loop(inner: Weak<Inner>, client: Arc<Client>) {
                     after = l.after;
                 }
                 match (reply.pause, &resume) {
-                    (Some(n), Some(pipe)) => pause(&client, node, incarnation, n, pipe).await,
+                    (Some(n), Some(pipe)) => pause(&inner, &client, n, pipe).await,
                     _ => Ok(()),
                 }
             }

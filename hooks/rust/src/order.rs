@@ -26,6 +26,9 @@ pub(crate) struct Local {
     pub(crate) outstanding: usize,
     /// Why the hook stopped working (the server went away, or rejected a poll).
     pub(crate) fatal: Option<String>,
+    /// The state last reported done: what the node says on going on after a pause (the node
+    /// program hands its state over only at `done`).
+    pub(crate) reported: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Local {

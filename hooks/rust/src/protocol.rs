@@ -248,6 +248,23 @@ pub struct PausedRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PausedReply {}
 
+/// `POST /v1/resumed`: a paused hook goes on (the process that paused, or a copy restored from
+/// its snapshot) and reports its state as it finds it, before it polls again. flymc compares it
+/// with the state the node reported before the pause: a copy that differs is not the cluster
+/// that was snapshotted, and a run must not go on from it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResumedRequest {
+    pub node: usize,
+    pub incarnation: u32,
+    pub pause: u64,
+    /// The node's named state variables, as `done` reports them.
+    pub state: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResumedReply {}
+
 /// An order to process one event at this node.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Order {

@@ -66,6 +66,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // First, while flymc has one thread: the process that cleans up after a SIGKILLed flymc.
+    flymc_real::cluster::janitor::install();
     // Node processes must not outlive flymc, also on Ctrl-C.
     flymc_real::cluster::install_cleanup_handler();
     exit::exit_quietly_when_stdout_closes();

@@ -74,12 +74,14 @@ fn time_line(t: &TimingTotals) -> String {
     line
 }
 
-/// `snapshots: 12 taken, 30 paths restored (1,234 steps not re-executed), ...`, for runs that
+/// `snapshots: 12 taken, 30 paths restored and checked (1,234 steps not re-executed), 0 restores
+/// differed from their snapshot, ...`, for runs that
 /// asked for snapshots.
 fn snapshot_line(s: &SnapshotStats) -> String {
+    // Every restore is checked: each node's state on going on against the recorded one.
     let mut line = format!(
-        "snapshots: {} taken, {} paths restored ({} steps not re-executed)",
-        s.taken, s.restored, s.steps_skipped
+        "snapshots: {} taken, {} paths restored and checked ({} steps not re-executed), {} restores differed from their snapshot",
+        s.taken, s.restored, s.steps_skipped, s.differed
     );
     if s.declined > 0 {
         line += &format!(", {} declined", s.declined);

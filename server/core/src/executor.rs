@@ -639,10 +639,16 @@ fn restore(
             snaps.stats.steps_skipped += prefix.depth() as u64;
             return Some(prefix);
         }
-        Ok(false) => {}
-        Err(e) => tracing::warn!("cannot restore a snapshot, re-executing its prefix: {e}"),
+        Ok(false) => snaps.stats.fallbacks += 1,
+        Err(e @ TargetError::RestoreDiffers(_)) => {
+            tracing::warn!("{e}; re-executing its prefix");
+            snaps.stats.differed += 1;
+        }
+        Err(e) => {
+            tracing::warn!("cannot restore a snapshot, re-executing its prefix: {e}");
+            snaps.stats.fallbacks += 1;
+        }
     }
-    snaps.stats.fallbacks += 1;
     snaps.forget(key);
     None
 }

@@ -51,6 +51,11 @@ pub struct SnapshotStats {
     pub restored: u64,
     /// Restores that failed or found the snapshot evicted: those runs re-executed their prefix.
     pub fallbacks: u64,
+    /// Restores whose cluster was not the one snapshotted (a node's state on going on differed
+    /// from the recorded one): those runs re-executed their prefix, and the snapshot was
+    /// dropped. Every other restore was checked the same way and agreed.
+    #[serde(default)]
+    pub differed: u64,
     /// Steps restored runs did not re-execute.
     pub steps_skipped: u64,
     /// Snapshots not taken and restores not made because, as measured so far, they would cost
@@ -67,6 +72,7 @@ impl SnapshotStats {
             declined: self.declined - before.declined,
             restored: self.restored - before.restored,
             fallbacks: self.fallbacks - before.fallbacks,
+            differed: self.differed - before.differed,
             steps_skipped: self.steps_skipped - before.steps_skipped,
             unprofitable: self.unprofitable - before.unprofitable,
         }
@@ -77,6 +83,7 @@ impl SnapshotStats {
         self.declined += other.declined;
         self.restored += other.restored;
         self.fallbacks += other.fallbacks;
+        self.differed += other.differed;
         self.steps_skipped += other.steps_skipped;
         self.unprofitable += other.unprofitable;
     }

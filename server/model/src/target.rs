@@ -26,6 +26,11 @@ pub enum TargetError {
         /// The last lines of its log, oldest first.
         log_tail: Vec<String>,
     },
+    /// A cluster restored from a snapshot is not the one that was snapshotted: a node reported
+    /// another state on going on than it had reported before the pause. The run must not go
+    /// on from it; the caller re-executes the prefix.
+    #[error("the restored cluster differs from its snapshot: {0}")]
+    RestoreDiffers(String),
     #[error("{0}")]
     Other(String),
 }

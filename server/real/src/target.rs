@@ -23,7 +23,8 @@ use crate::cluster::local::LocalBackend;
 use crate::cluster::{Backend, ExitListener, NodeCommand, NodeSlot};
 use crate::eventserver::protocol::{env, PROTOCOL_VERSION};
 use crate::eventserver::SavedRun;
-use crate::eventserver::{EventServer, Unquiet};
+use crate::cluster::rundirs;
+use crate::eventserver::{Differs, EventServer, Unquiet};
 
 pub use crate::eventserver::ClientRequest;
 
@@ -442,9 +443,13 @@ impl Target for RealTarget {
             .expect("checked above")
             .dump(key, &paused);
         let dumping = began.elapsed() - pausing;
-        // The originals go on whatever became of the snapshot.
+        // The originals go on whatever became of the snapshot; each reports its state on going
+        // on, which must be the one it reported before the pause (nothing ran meanwhile).
         self.resume(&paused)?;
         server.end_pause();
+        let changed = server
+            .await_resumed(&paused, self.cfg.settle_timeout)
+            .map_err(|why| TargetError::Other(format!("{}: after a snapshot, {why}", self.cfg.system)))?;
         tracing::debug!(
             "{}: snapshot {key:016x}: pause {} ms, dump {} ms, resume {} ms",
             self.cfg.system,
@@ -452,6 +457,16 @@ impl Target for RealTarget {
             dumping.as_millis(),
             (began.elapsed() - pausing - dumping).as_millis()
         );
+        if !changed.is_empty() {
+            // The snapshot holds a cluster whose recorded states are not its own: never restored.
+            tracing::warn!(
+                "{}: snapshot {key:016x} not kept: {}",
+                self.cfg.system,
+                differences(&changed)
+            );
+            self.backend.checkpoints().expect("checked above").discard(key);
+            return Ok(false);
+        }
         match dumped {
             Ok(true) => {
                 self.kept.insert(
@@ -529,6 +544,30 @@ impl Target for RealTarget {
         if let Err(e) = self.resume(&nodes) {
             let _ = self.stop();
             return Err(e);
+        }
+        // The copies must be the cluster that was snapshotted: each node's state as it finds
+        // it on going on, against the state recorded before the pause.
+        let checked = server.await_resumed(&nodes, self.cfg.settle_timeout);
+        match checked {
+            Ok(differs) if differs.is_empty() => {}
+            Ok(differs) => {
+                let kept = keep_differences(&self.cfg.system, key, &differs);
+                let _ = self.stop();
+                self.kept.remove(&key);
+                self.backend.checkpoints().expect("checked above").discard(key);
+                return Err(TargetError::RestoreDiffers(format!(
+                    "{}: {}{kept}",
+                    self.cfg.system,
+                    differences(&differs)
+                )));
+            }
+            Err(why) => {
+                let _ = self.stop();
+                return Err(TargetError::Other(format!(
+                    "{}: after a restore, {why}",
+                    self.cfg.system
+                )));
+            }
         }
         self.quiet()?;
         Ok(true)
@@ -655,6 +694,55 @@ impl Target for RealTarget {
         self.take_deferred()?;
         stopped
     }
+}
+
+/// `n1: zxid 5 recorded, 4 restored; ...`: the variables that differ, node by node.
+fn differences(differs: &[Differs]) -> String {
+    let show = |v: Option<&serde_json::Value>| v.map_or("absent".to_string(), |v| v.to_string());
+    differs
+        .iter()
+        .map(|d| {
+            let mut names: Vec<&String> = d.recorded.keys().chain(d.resumed.keys()).collect();
+            names.sort();
+            names.dedup();
+            let vars: Vec<String> = names
+                .into_iter()
+                .filter(|k| d.recorded.get(*k) != d.resumed.get(*k))
+                .map(|k| {
+                    let text = format!(
+                        "{k} {} recorded, {} restored",
+                        show(d.recorded.get(k)),
+                        show(d.resumed.get(k))
+                    );
+                    flymc_model::escape::line(&text).into_owned()
+                })
+                .collect();
+            format!("n{}: {}", d.node, vars.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Keep a restore that differed for diagnosis: the recorded and the restored states of each
+/// node that differs, as JSON in a kept directory of the per-user run folder (never swept).
+/// Returns ` (kept in DIR)`, or nothing when it could not be written.
+fn keep_differences(system: &str, key: u64, differs: &[Differs]) -> String {
+    let root = rundirs::Root::default_for_runs();
+    let Ok(dir) = rundirs::create(&root, "restore-differs-") else {
+        return String::new();
+    };
+    let file = dir.path().join(format!("{key:016x}.json"));
+    let body = serde_json::json!({ "system": system, "snapshot": format!("{key:016x}"), "nodes": differs });
+    let written = serde_json::to_vec_pretty(&body)
+        .ok()
+        .and_then(|b| std::fs::write(&file, b).ok());
+    if written.is_none() || dir.mark_kept().is_err() {
+        dir.remove();
+        return String::new();
+    }
+    let path = file.clone();
+    dir.release();
+    format!(" (kept in {})", path.display())
 }
 
 /// Crash reports a runtime left in a node's working directory (the data directory): the JVM's

@@ -226,6 +226,7 @@ class Hook:
         self._client = client
         self._nodes = nodes
         self._local = Local()
+        self._reported: Dict[str, Any] = {}
 
     @staticmethod
     def from_env(log_level: Optional[int] = None) -> "Hook":
@@ -395,6 +396,8 @@ class Hook:
         event = self._local.finishing()
         self._post(REPORT, "done", dict(self._who(), event=event, state=state))
         self._local.finished(event)
+        # What the node says on going on after a pause: the node hands its state over only here.
+        self._reported = state
 
     def _wait(self, take: Callable[[], Any]) -> Any:
         while True:
@@ -422,3 +425,6 @@ class Hook:
         self._client.disconnect()
         with open(pipe, "rb") as f:
             f.read()
+        # Going on (this process, or a copy restored from its snapshot): say in which state,
+        # for flymc to check against the one recorded before the pause.
+        self._post(REPORT, "resumed", dict(self._who(), pause=n, state=self._reported))

@@ -437,6 +437,12 @@ impl Checkpoints for LocalBackend {
         self.snaps = Some(kept);
         r
     }
+
+    fn discard(&mut self, key: u64) {
+        if let Some(kept) = self.snaps.as_mut() {
+            kept.store.remove(u128::from(key));
+        }
+    }
 }
 
 impl LocalBackend {

@@ -3,6 +3,7 @@
 //! behind the same [`Backend`] trait.
 
 pub mod docker;
+pub mod janitor;
 pub mod local;
 mod namespaces;
 pub(crate) mod procs;
@@ -140,6 +141,8 @@ pub trait Checkpoints {
         nodes: &[(NodeId, u32)],
         on_exit: ExitListener,
     ) -> Result<Option<Vec<NodeSlot>>, ClusterError>;
+    /// Forget the snapshot `key` (one whose cluster is not what flymc recorded for it).
+    fn discard(&mut self, key: u64);
 }
 
 /// Find a node program built alongside flymc: next to the running executable, or one folder

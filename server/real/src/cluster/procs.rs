@@ -7,7 +7,9 @@
 //! - a handler of SIGINT (Ctrl-C), SIGTERM, SIGHUP and SIGQUIT, and every backend's `Drop`, kill
 //!   what is registered and remove the registered run directories; the signal's number decides
 //!   the exit status (128 + it: 130, 143, 129, 131);
-//! - the hook's own watchdog ends a node whose event server is gone (`flymc-hook`).
+//! - the hook's own watchdog ends a node whose event server is gone (`flymc-hook`);
+//! - after a SIGKILL, the janitor ([`super::janitor`]) kills what is still registered (with
+//!   its process group: what CRIU forked) and removes the registered directories.
 //!
 //! A waiter thread per process notices its exit (without reaping it first, so its pid cannot be
 //! reused while someone may still signal it), reports it, then reaps it.
@@ -163,6 +165,7 @@ pub fn adopt(pid: u32, on_exit: OnExit) -> io::Result<()> {
     }
     st.procs.insert(pid, false);
     drop(st);
+    super::janitor::process(pid);
     start_waiter(pid, on_exit)
 }
 
@@ -221,6 +224,7 @@ fn spawn_here(mut cmd: Command, on_exit: OnExit, namespaces: bool) -> io::Result
     };
     st.procs.insert(pid, false);
     drop(st);
+    super::janitor::process(pid);
     start_waiter(pid, on_exit)?;
     Ok(pid)
 }
@@ -261,6 +265,8 @@ fn wait_for(pid: u32, on_exit: OnExit) {
     };
     lock().procs.insert(pid, true);
     registry().changed.notify_all();
+    // Still a zombie (not reaped): its pid cannot name another process yet.
+    super::janitor::process_gone(pid);
     on_exit(how);
     let mut status = 0;
     // SAFETY: reaps our own child.
@@ -300,10 +306,12 @@ pub fn kill_and_wait(pids: &[u32], timeout: Duration) -> io::Result<()> {
 /// Remember a run directory, removed by [`cleanup_all`] if flymc is interrupted.
 pub fn register_dir(dir: &Path) {
     lock().dirs.insert(dir.to_path_buf());
+    super::janitor::dir(dir);
 }
 
 pub fn unregister_dir(dir: &Path) {
     lock().dirs.remove(dir);
+    super::janitor::dir_gone(dir);
 }
 
 /// Node processes flymc started that have not ended yet.

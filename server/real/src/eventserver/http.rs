@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::conns::{Ticket, BODY_TIMEOUT};
 use super::protocol::{
     CancelRequest, DoneRequest, ErrorReply, EventsRequest, PausedRequest, PollReply, PollRequest,
-    RegisterRequest, PROTOCOL_VERSION, TOKEN_HEADER,
+    RegisterRequest, ResumedRequest, PROTOCOL_VERSION, TOKEN_HEADER,
 };
 use super::state::ServerError;
 use super::Shared;
@@ -76,7 +76,7 @@ fn unknown_endpoint(path: &str) -> ServerError {
         404,
         "unknown-endpoint",
         format!(
-            "no endpoint {path}: use POST /v{PROTOCOL_VERSION}/register, events, done, poll, cancel or paused"
+            "no endpoint {path}: use POST /v{PROTOCOL_VERSION}/register, events, done, poll, cancel, paused or resumed"
         ),
     )
 }
@@ -141,7 +141,7 @@ async fn route(
     }
     if !matches!(
         endpoint,
-        "register" | "events" | "done" | "poll" | "cancel" | "paused"
+        "register" | "events" | "done" | "poll" | "cancel" | "paused" | "resumed"
     ) {
         return Err(unknown_endpoint(&path));
     }
@@ -179,6 +179,10 @@ async fn route(
         "paused" => {
             let r: PausedRequest = body(req).await?;
             Ok(json(&shared.with(|st| st.paused(&r))?))
+        }
+        "resumed" => {
+            let r: ResumedRequest = body(req).await?;
+            Ok(json(&shared.with(|st| st.resumed(&r))?))
         }
         _ => {
             let r: PollRequest = body(req).await?;

@@ -27,7 +27,7 @@ use tokio::sync::{oneshot, Notify};
 
 pub use conns::ConnStats;
 use conns::{Conns, Limits, HEADER_TIMEOUT};
-pub use state::{ClientRequest, RunState, SavedRun, ServerError, ServerStats, Unquiet};
+pub use state::{ClientRequest, Differs, RunState, SavedRun, ServerError, ServerStats, Unquiet};
 
 /// Nodes beyond this index get no long-poll slot (their requests fail as unknown nodes).
 const MAX_NODES: usize = 4096;
@@ -280,6 +280,32 @@ impl EventServer {
             })?;
         }
         Ok(asked)
+    }
+
+    /// Wait until each of `nodes`, let go after a pause, has reported its state on going on
+    /// (`/v1/resumed`); the nodes whose state differs from the one recorded before the pause.
+    /// A node that exits, or does not report within `timeout`, is an error (its reason).
+    pub fn await_resumed(&self, nodes: &[NodeId], timeout: Duration) -> Result<Vec<Differs>, String> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.shared.lock();
+        loop {
+            let check = st.resumed_states(nodes).map_err(|u| match u {
+                Unquiet::Exited(n, how, _) => format!("node n{n} exited after resuming ({how})"),
+                Unquiet::Busy(n) => format!("node n{n} is busy"),
+            })?;
+            if check.waiting.is_empty() {
+                return Ok(check.differs);
+            }
+            st = self.shared.wait_changed(st, deadline).map_err(|_| {
+                format!(
+                    "node{} {} did not report {} state within {} ms of resuming (a pausable hook reports `POST /v1/resumed`: hooks/PROTOCOL.md, Pause)",
+                    if check.waiting.len() == 1 { "" } else { "s" },
+                    check.waiting.iter().map(|n| format!("n{n}")).collect::<Vec<_>>().join(", "),
+                    if check.waiting.len() == 1 { "its" } else { "their" },
+                    timeout.as_millis()
+                )
+            })?;
+        }
     }
 
     /// The paused nodes were let go (or killed): no pause is pending.

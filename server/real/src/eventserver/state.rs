@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::protocol::{
     self as wire, CancelReply, CancelRequest, DoneReply, DoneRequest, EventsReply, EventsRequest,
     Kind, Order, PausedReply, PausedRequest, PollRequest, RegisterReply, RegisterRequest,
-    WireEvent, PROTOCOL_VERSION,
+    ResumedReply, ResumedRequest, WireEvent, PROTOCOL_VERSION,
 };
 
 /// A rejected request: the HTTP status, a stable code and a reason for people.
@@ -128,6 +128,9 @@ struct NodeState {
     threads: bool,
     /// A pause asked of it (its number), and whether the hook has paused.
     pause: Option<(u64, bool)>,
+    /// The state its hook reported on going on after the latest pause (`/v1/resumed`), until
+    /// flymc has compared it with the state recorded before the pause.
+    resumed: Option<Map<String, Value>>,
 }
 
 impl NodeState {
@@ -146,6 +149,7 @@ impl NodeState {
             pausable: false,
             threads: false,
             pause: None,
+            resumed: None,
         }
     }
 
@@ -201,6 +205,22 @@ impl SavedRun {
             .map(|s| s.life.alive().then_some(s.incarnation))
             .collect()
     }
+}
+
+/// What the nodes a pause let go reported on going on ([`RunState::resumed_states`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResumeCheck {
+    /// Nodes that have not reported yet.
+    pub waiting: Vec<NodeId>,
+    pub differs: Vec<Differs>,
+}
+
+/// A node whose state after a pause is not the one it reported before it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Differs {
+    pub node: NodeId,
+    pub recorded: Map<String, Value>,
+    pub resumed: Map<String, Value>,
 }
 
 /// Wire ids and model ids are the same 64 bits.
@@ -639,6 +659,47 @@ impl RunState {
         }
     }
 
+    /// The hook went on after a pause and reports its state as it finds it: kept for
+    /// [`RunState::resumed_states`] to compare with what it reported before the pause.
+    pub fn resumed(&mut self, r: &ResumedRequest) -> Result<ResumedReply, ServerError> {
+        let pauses = self.pauses;
+        let s = self.registered(r.node, r.incarnation)?;
+        if r.pause == 0 || r.pause > pauses {
+            return Err(ServerError::new(
+                409,
+                "conflict",
+                format!("node n{} was never asked for pause {}", r.node, r.pause),
+            ));
+        }
+        s.resumed = Some(r.state.clone());
+        Ok(ResumedReply {})
+    }
+
+    /// Of `nodes`, those that have not reported their state after resuming yet, and for the
+    /// others whether it differs from the state recorded before the pause: `(node, recorded,
+    /// resumed)` for each that differs. A node that exited is an error.
+    pub fn resumed_states(&self, nodes: &[NodeId]) -> Result<ResumeCheck, Unquiet> {
+        let mut check = ResumeCheck::default();
+        for &n in nodes {
+            let s = &self.nodes[n];
+            if let Some(how) = &s.exited {
+                return Err(Unquiet::Exited(n, how.clone(), s.life == Life::Ready));
+            }
+            match &s.resumed {
+                None => check.waiting.push(n),
+                Some(state) if *state != s.vars => {
+                    check.differs.push(Differs {
+                        node: n,
+                        recorded: s.vars.clone(),
+                        resumed: state.clone(),
+                    })
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(check)
+    }
+
     /// Ask every live node to pause (before a checkpoint); the nodes that will be asked. Fails,
     /// asking nothing, when a live node's hook cannot pause or the cluster is not quiet.
     pub fn ask_pause(&mut self) -> Result<Vec<NodeId>, String> {
@@ -657,6 +718,7 @@ impl RunState {
         let n = self.pauses;
         let mut asked = Vec::new();
         for (i, s) in self.nodes.iter_mut().enumerate() {
+            s.resumed = None;
             if s.life.alive() {
                 s.pause = Some((n, false));
                 asked.push(i);
@@ -693,6 +755,7 @@ impl RunState {
         saved.end_pause();
         for s in &mut saved.nodes {
             s.pid = None;
+            s.resumed = None;
         }
         SavedRun(saved)
     }
@@ -1107,6 +1170,53 @@ mod tests {
         assert!(st.quiet().is_ok());
         assert_eq!(st.poll(&poll(1)).unwrap(), (Vec::new(), None));
         assert_eq!(st.enable(a), Some(1));
+    }
+
+    #[test]
+    fn nodes_going_on_after_a_pause_are_checked_against_their_recorded_states() {
+        let mut st = booted(2);
+        for n in 0..2 {
+            done(&mut st, n, None, json!({"zxid": n})).unwrap();
+        }
+        let resumed = |st: &mut RunState, node: usize, pause: u64, state: Value| {
+            st.resumed(&ResumedRequest {
+                node,
+                incarnation: 0,
+                pause,
+                state: state.as_object().unwrap().clone(),
+            })
+        };
+        assert_eq!(
+            resumed(&mut st, 0, 1, json!({})).unwrap_err().code,
+            "conflict",
+            "no pause was asked yet"
+        );
+        st.ask_pause().unwrap();
+        for node in 0..2 {
+            st.paused(&PausedRequest { node, incarnation: 0, pause: 1 }).unwrap();
+        }
+        let saved = st.save();
+        st.end_pause();
+        // The originals: both unchanged once both have said so.
+        resumed(&mut st, 0, 1, json!({"zxid": 0})).unwrap();
+        let check = st.resumed_states(&[0, 1]).unwrap();
+        assert_eq!((check.waiting, check.differs), (vec![1], Vec::new()));
+        resumed(&mut st, 1, 1, json!({"zxid": 1})).unwrap();
+        assert_eq!(st.resumed_states(&[0, 1]).unwrap(), ResumeCheck::default());
+        // A copy restored later whose node 1 is not the one snapshotted.
+        st.resume(&saved);
+        assert_eq!(st.resumed_states(&[0, 1]).unwrap().waiting, vec![0, 1]);
+        resumed(&mut st, 0, 1, json!({"zxid": 0})).unwrap();
+        resumed(&mut st, 1, 1, json!({"zxid": 0})).unwrap();
+        let differs = st.resumed_states(&[0, 1]).unwrap().differs;
+        assert_eq!(
+            differs,
+            vec![Differs {
+                node: 1,
+                recorded: json!({"zxid": 1}).as_object().unwrap().clone(),
+                resumed: json!({"zxid": 0}).as_object().unwrap().clone(),
+            }]
+        );
     }
 
     #[test]

@@ -111,10 +111,16 @@ public final class Agent {
         }
     }
 
-    @SuppressWarnings("unchecked")
     private static void done(String id, Expr state) {
         Map<String, Object> b = Events.base();
         b.put("event", id);
+        b.put("state", reported(state));
+        Hook.net.post("done", b, false);
+    }
+
+    /** The state a node reports: the integration's state expression and what it caught. */
+    @SuppressWarnings("unchecked")
+    private static Object reported(Expr state) {
         Object s = state(state);
         // Generic for every system whose state is an object: what `exception` points recorded
         // this incarnation; absent while there is nothing, so such states hash as before.
@@ -124,8 +130,7 @@ public final class Agent {
             m.put("exceptions", ex);
             s = m;
         }
-        b.put("state", s);
-        Hook.net.post("done", b, false);
+        return s;
     }
 
     /** Startup, then the order loop: one enabled event at a time, each until the node rests. */
@@ -172,7 +177,7 @@ public final class Agent {
                     done(id, state);
                 }
                 if (pause != null) {
-                    pause(((Number) pause).longValue());
+                    pause(((Number) pause).longValue(), state);
                 }
             }
         } catch (Throwable e) {
@@ -187,13 +192,19 @@ public final class Agent {
      * process is snapshotted, and go on when flymc writes to FLYMC_RESUME — in this process and
      * in every copy restored from the snapshot, each on connections of its own.
      */
-    private static void pause(long n) throws java.io.IOException {
+    private static void pause(long n, Expr state) throws java.io.IOException {
         Map<String, Object> b = Events.base();
         b.put("pause", n);
         Hook.net.post("paused", b, false);
         Hook.net = Hook.net.fresh();
         // Blocks in open() until flymc opens the pipe for writing, then reads to its end.
         java.nio.file.Files.readAllBytes(java.nio.file.Path.of(env("FLYMC_RESUME")));
+        // Going on (this JVM, or a copy restored from its snapshot): the state as this process
+        // finds it, read afresh, for flymc to check against the one recorded before the pause.
+        Map<String, Object> r = Events.base();
+        r.put("pause", n);
+        r.put("state", reported(state));
+        Hook.net.post("resumed", r, false);
     }
 
     private static Object safe(Expr e) {
