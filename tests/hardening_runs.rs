@@ -158,13 +158,14 @@ const LONG_RUN: &[&str] = &[
 
 /// The janitor flymc forked at its start (`flymc-janitor`, a child of `flymc`).
 fn janitor_of(flymc: u32) -> u32 {
-    let children = std::fs::read_to_string(format!("/proc/{flymc}/task/{flymc}/children"))
-        .unwrap_or_default();
+    let children =
+        std::fs::read_to_string(format!("/proc/{flymc}/task/{flymc}/children")).unwrap_or_default();
     children
         .split_whitespace()
         .filter_map(|p| p.parse::<u32>().ok())
         .find(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "flymc-janitor")
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .is_ok_and(|c| c.trim() == "flymc-janitor")
         })
         .unwrap_or_else(|| panic!("flymc {flymc} has no janitor child"))
 }
@@ -210,7 +211,9 @@ fn kill_9_during_snapshotting_leaves_no_process_namespace_image_or_run_directory
     let mut flymc = c.spawn().expect("flymc starts");
     // Mid-snapshot: CRIU is dumping or restoring a node.
     wait_for("a CRIU process of the run", || {
-        marked_processes(&mark).iter().any(|(_, comm)| comm == "criu")
+        marked_processes(&mark)
+            .iter()
+            .any(|(_, comm)| comm == "criu")
     });
     // SAFETY: signalling our own child.
     unsafe {
@@ -221,7 +224,9 @@ fn kill_9_during_snapshotting_leaves_no_process_namespace_image_or_run_directory
     // Its janitor kills what flymc started (nodes, each the first process of its PID
     // namespace, and CRIU with what it forked), then removes the run directories and the
     // snapshot images, then ends itself.
-    wait_for("no process of the killed flymc", || marked_processes(&mark).is_empty());
+    wait_for("no process of the killed flymc", || {
+        marked_processes(&mark).is_empty()
+    });
     let left: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();

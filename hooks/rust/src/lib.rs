@@ -65,8 +65,8 @@ use client::{Client, Lane};
 use order::Local;
 use protocol::{
     env, CancelReply, CancelRequest, DoneReply, DoneRequest, EventsReply, EventsRequest, Intercept,
-    PausedReply, PausedRequest, PollReply, PollRequest, RegisterReply, RegisterRequest, ResumedReply,
-    ResumedRequest,
+    PausedReply, PausedRequest, PollReply, PollRequest, RegisterReply, RegisterRequest,
+    ResumedReply, ResumedRequest,
 };
 pub use protocol::{EventId, Kind, PROTOCOL_VERSION};
 

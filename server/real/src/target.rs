@@ -20,10 +20,10 @@ use std::time::Duration;
 use flymc_model::{Event, EventId, GlobalState, NodeId, Target, TargetError, Workload};
 
 use crate::cluster::local::LocalBackend;
+use crate::cluster::rundirs;
 use crate::cluster::{Backend, ExitListener, NodeCommand, NodeSlot};
 use crate::eventserver::protocol::{env, PROTOCOL_VERSION};
 use crate::eventserver::SavedRun;
-use crate::cluster::rundirs;
 use crate::eventserver::{Differs, EventServer, Unquiet};
 
 pub use crate::eventserver::ClientRequest;
@@ -449,7 +449,9 @@ impl Target for RealTarget {
         server.end_pause();
         let changed = server
             .await_resumed(&paused, self.cfg.settle_timeout)
-            .map_err(|why| TargetError::Other(format!("{}: after a snapshot, {why}", self.cfg.system)))?;
+            .map_err(|why| {
+                TargetError::Other(format!("{}: after a snapshot, {why}", self.cfg.system))
+            })?;
         tracing::debug!(
             "{}: snapshot {key:016x}: pause {} ms, dump {} ms, resume {} ms",
             self.cfg.system,
@@ -464,7 +466,10 @@ impl Target for RealTarget {
                 self.cfg.system,
                 differences(&changed)
             );
-            self.backend.checkpoints().expect("checked above").discard(key);
+            self.backend
+                .checkpoints()
+                .expect("checked above")
+                .discard(key);
             return Ok(false);
         }
         match dumped {
@@ -554,7 +559,10 @@ impl Target for RealTarget {
                 let kept = keep_differences(&self.cfg.system, key, &differs);
                 let _ = self.stop();
                 self.kept.remove(&key);
-                self.backend.checkpoints().expect("checked above").discard(key);
+                self.backend
+                    .checkpoints()
+                    .expect("checked above")
+                    .discard(key);
                 return Err(TargetError::RestoreDiffers(format!(
                     "{}: {}{kept}",
                     self.cfg.system,

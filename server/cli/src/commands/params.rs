@@ -58,7 +58,7 @@ fn toml_value(text: &str) -> Option<Value> {
 pub fn apply(params: &[Param], system: &dyn System, w: &mut Workload) -> Result<(), TargetError> {
     for p in params {
         let value = match &p.value {
-            Value::String(dir) if system.about().program_params.iter().any(|k| *k == p.key) => {
+            Value::String(dir) if system.about().program_params.contains(&p.key) => {
                 let dir = std::path::Path::new(dir);
                 let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
                 Value::from(dir.display().to_string())

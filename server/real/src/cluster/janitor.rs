@@ -125,8 +125,20 @@ fn detach(keep: RawFd) {
     // SAFETY: plain syscalls on this process's own state, with valid arguments.
     unsafe {
         libc::setsid();
-        libc::prctl(libc::PR_SET_NAME, c"flymc-janitor".as_ptr() as libc::c_ulong, 0, 0, 0);
-        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
+        libc::prctl(
+            libc::PR_SET_NAME,
+            c"flymc-janitor".as_ptr() as libc::c_ulong,
+            0,
+            0,
+            0,
+        );
+        for s in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+        ] {
             libc::signal(s, libc::SIG_IGN);
         }
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
@@ -161,7 +173,11 @@ fn records(socket: &OwnedFd) -> (Vec<u32>, Vec<PathBuf>) {
         let Some((&tag, arg)) = buf[..n as usize].split_first() else {
             break; // end of stream: flymc is gone
         };
-        let pid = || std::str::from_utf8(arg).ok().and_then(|s| s.parse::<u32>().ok());
+        let pid = || {
+            std::str::from_utf8(arg)
+                .ok()
+                .and_then(|s| s.parse::<u32>().ok())
+        };
         let path = || {
             // SAFETY: the bytes came from `as_encoded_bytes` of a path in the same program.
             PathBuf::from(unsafe { std::ffi::OsStr::from_encoded_bytes_unchecked(arg) })
@@ -219,7 +235,11 @@ fn clean(pids: &[u32], dirs: &[PathBuf]) {
         }
         // SAFETY: valid pollfds of descriptors we own.
         let n = unsafe {
-            libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, left.as_millis() as i32)
+            libc::poll(
+                polls.as_mut_ptr(),
+                polls.len() as libc::nfds_t,
+                left.as_millis() as i32,
+            )
         };
         if n < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
             break;

@@ -285,7 +285,11 @@ impl EventServer {
     /// Wait until each of `nodes`, let go after a pause, has reported its state on going on
     /// (`/v1/resumed`); the nodes whose state differs from the one recorded before the pause.
     /// A node that exits, or does not report within `timeout`, is an error (its reason).
-    pub fn await_resumed(&self, nodes: &[NodeId], timeout: Duration) -> Result<Vec<Differs>, String> {
+    pub fn await_resumed(
+        &self,
+        nodes: &[NodeId],
+        timeout: Duration,
+    ) -> Result<Vec<Differs>, String> {
         let deadline = Instant::now() + timeout;
         let mut st = self.shared.lock();
         loop {

@@ -687,13 +687,11 @@ impl RunState {
             }
             match &s.resumed {
                 None => check.waiting.push(n),
-                Some(state) if *state != s.vars => {
-                    check.differs.push(Differs {
-                        node: n,
-                        recorded: s.vars.clone(),
-                        resumed: state.clone(),
-                    })
-                }
+                Some(state) if *state != s.vars => check.differs.push(Differs {
+                    node: n,
+                    recorded: s.vars.clone(),
+                    resumed: state.clone(),
+                }),
                 Some(_) => {}
             }
         }
@@ -1193,7 +1191,12 @@ mod tests {
         );
         st.ask_pause().unwrap();
         for node in 0..2 {
-            st.paused(&PausedRequest { node, incarnation: 0, pause: 1 }).unwrap();
+            st.paused(&PausedRequest {
+                node,
+                incarnation: 0,
+                pause: 1,
+            })
+            .unwrap();
         }
         let saved = st.save();
         st.end_pause();
