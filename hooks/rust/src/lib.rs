@@ -315,6 +315,7 @@ impl Hook {
                     incarnation: cfg.incarnation,
                     pid: Some(std::process::id()),
                     pausable: cfg.resume.is_some(),
+                    resumes: cfg.resume.is_some(),
                     threads: false,
                 },
             )

@@ -113,6 +113,11 @@ pub struct RegisterRequest {
     /// the node's process and restore copies of it later.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pausable: bool,
+    /// After a pause the hook reports the node's state (`POST /v1/resumed`), so flymc checks
+    /// restored copies against their snapshot. A pausable hook without it (an older one) is
+    /// restored unchecked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resumes: bool,
     /// The node's threads go on while one waits at a crash point: flymc may then enable the
     /// node's other events before that write, and the order of the two is a choice.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -247,6 +247,7 @@ class Hook:
         }
         if cfg.resume:
             req["pausable"] = True
+            req["resumes"] = True
         hook = Hook(cfg, client, 0)
         reply = hook._post(REPORT, "register", req)
         try:

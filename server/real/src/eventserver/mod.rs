@@ -283,13 +283,14 @@ impl EventServer {
     }
 
     /// Wait until each of `nodes`, let go after a pause, has reported its state on going on
-    /// (`/v1/resumed`); the nodes whose state differs from the one recorded before the pause.
+    /// (`/v1/resumed`): the nodes whose state differs from the one recorded before the pause,
+    /// and those whose (older) hook does not report.
     /// A node that exits, or does not report within `timeout`, is an error (its reason).
     pub fn await_resumed(
         &self,
         nodes: &[NodeId],
         timeout: Duration,
-    ) -> Result<Vec<Differs>, String> {
+    ) -> Result<state::ResumeCheck, String> {
         let deadline = Instant::now() + timeout;
         let mut st = self.shared.lock();
         loop {
@@ -298,7 +299,7 @@ impl EventServer {
                 Unquiet::Busy(n) => format!("node n{n} is busy"),
             })?;
             if check.waiting.is_empty() {
-                return Ok(check.differs);
+                return Ok(check);
             }
             st = self.shared.wait_changed(st, deadline).map_err(|_| {
                 format!(

@@ -123,6 +123,8 @@ struct NodeState {
     exited: Option<String>,
     /// Its hook can pause for a checkpoint (it said so when it registered).
     pausable: bool,
+    /// Its hook reports its state after a pause (`/v1/resumed`); an older one does not.
+    resumes: bool,
     /// Its other events may be enabled while it is parked at a crash point (its hook said so:
     /// its threads go on meanwhile).
     threads: bool,
@@ -147,6 +149,7 @@ impl NodeState {
             parked: None,
             exited: None,
             pausable: false,
+            resumes: false,
             threads: false,
             pause: None,
             resumed: None,
@@ -212,6 +215,8 @@ impl SavedRun {
 pub struct ResumeCheck {
     /// Nodes that have not reported yet.
     pub waiting: Vec<NodeId>,
+    /// Nodes whose (older) hook does not report after a pause: not checked.
+    pub unchecked: Vec<NodeId>,
     pub differs: Vec<Differs>,
 }
 
@@ -397,6 +402,7 @@ impl RunState {
         }
         s.pid = r.pid;
         s.pausable = r.pausable;
+        s.resumes = r.resumes;
         s.threads = r.threads;
         Ok(RegisterReply {
             protocol: PROTOCOL_VERSION,
@@ -686,6 +692,7 @@ impl RunState {
                 return Err(Unquiet::Exited(n, how.clone(), s.life == Life::Ready));
             }
             match &s.resumed {
+                None if !s.resumes => check.unchecked.push(n),
                 None => check.waiting.push(n),
                 Some(state) if *state != s.vars => check.differs.push(Differs {
                     node: n,
@@ -1048,6 +1055,7 @@ mod tests {
             incarnation: st.incarnation(node),
             pid: None,
             pausable: true,
+            resumes: true,
             threads: false,
         })
         .unwrap();
@@ -1232,6 +1240,7 @@ mod tests {
             incarnation: 0,
             pid: None,
             pausable: false,
+            resumes: false,
             threads: false,
         })
         .unwrap();
@@ -1360,6 +1369,7 @@ mod tests {
                 incarnation: 0,
                 pid: None,
                 pausable: false,
+                resumes: false,
                 threads: false,
             })
             .unwrap_err();
@@ -1514,6 +1524,7 @@ mod tests {
             incarnation: 0,
             pid: None,
             pausable: false,
+            resumes: false,
             threads: true,
         })
         .unwrap();

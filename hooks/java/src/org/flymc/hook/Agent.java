@@ -74,6 +74,7 @@ public final class Agent {
         reg.put("pid", ProcessHandle.current().pid());
         if (System.getenv("FLYMC_RESUME") != null) {
             reg.put("pausable", true);
+            reg.put("resumes", true);
         }
         // A thread parked at a crash point holds only itself: the others take their orders
         // meanwhile, so flymc may choose what this node does before the write.
