@@ -204,6 +204,15 @@ fn check_flags(args: &RunArgs) -> Result<()> {
             addr.ip()
         );
     }
+    // A taken address is the user's to fix, said before anything starts: inside the
+    // exploration it would look like a cluster that failed to start, and be retried.
+    if let Some(addr) = args.cluster.listen.filter(|a| a.port() != 0) {
+        std::net::TcpListener::bind(addr).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot start the event server on {addr}: {e}; pick another address with --listen"
+            )
+        })?;
+    }
     Ok(())
 }
 
