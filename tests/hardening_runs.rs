@@ -209,11 +209,15 @@ fn kill_9_during_snapshotting_leaves_no_process_namespace_image_or_run_directory
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(work.path().join("stderr")).unwrap());
     let mut flymc = c.spawn().expect("flymc starts");
-    // Mid-snapshot: CRIU is dumping or restoring a node.
-    wait_for("a CRIU process of the run", || {
-        marked_processes(&mark)
-            .iter()
-            .any(|(_, comm)| comm == "criu")
+    // Mid-snapshot: CRIU is dumping or restoring a node (not its one `criu check` at start).
+    wait_for("a CRIU dump or restore of the run", || {
+        marked_processes(&mark).iter().any(|(pid, comm)| {
+            let args = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            comm == "criu"
+                && args
+                    .split(|b| *b == 0)
+                    .any(|a| a == b"dump" || a == b"restore")
+        })
     });
     // SAFETY: signalling our own child.
     unsafe {

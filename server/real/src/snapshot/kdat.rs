@@ -15,6 +15,8 @@ use std::process::{Command, Stdio};
 
 use nix::sys::statfs::{statfs, TMPFS_MAGIC};
 
+use crate::cluster::procs;
+
 /// Where CRIU looks for its cache (CRIU's `KDAT_RUNDIR`).
 const RUN: &str = "/run";
 const NAME: &str = "criu.kdat";
@@ -36,27 +38,44 @@ pub fn install(criu: &Path) -> Result<(), String> {
         .prefix("flymc-criu-kdat-")
         .tempdir_in(SHM)
         .map_err(|e| format!("a folder in {SHM}: {e}"))?;
-    let out = Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "--", "sh", "-c"])
+    // Registered, so that a flymc killed meanwhile leaves neither the folder nor the check
+    // behind (the janitor removes and kills what is registered).
+    procs::register_dir(dir.path());
+    let installed = check_into(criu, dir.path()).and_then(|cache| put(&cache));
+    procs::unregister_dir(dir.path());
+    installed
+}
+
+/// `criu check` with `dir` mounted over `/run`: the cache it writes there.
+fn check_into(criu: &Path, dir: &Path) -> Result<std::path::PathBuf, String> {
+    let errors = dir.join("check.err");
+    let stderr = fs::File::create(&errors).map_err(|e| format!("{}: {e}", errors.display()))?;
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "--", "sh", "-c"])
         .arg(r#"mount --bind "$1" /run && exec "$2" check"#)
         .arg("sh")
-        .arg(dir.path())
+        .arg(dir)
         .arg(criu)
         .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("unshare: {e}"))?;
-    let cache = dir.path().join(NAME);
-    if !out.status.success() || !cache.is_file() {
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    let how = procs::run(cmd).map_err(|e| format!("unshare: {e}"))?;
+    let cache = dir.join(NAME);
+    if how != "exit status 0" || !cache.is_file() {
         return Err(format!(
-            "`criu check` under a tmpfs /run wrote no cache ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
+            "`criu check` under a tmpfs /run wrote no cache ({how}): {}",
+            fs::read_to_string(&errors).unwrap_or_default().trim()
         ));
     }
+    Ok(cache)
+}
+
+/// Install `cache` as CRIU's.
+fn put(cache: &Path) -> Result<(), String> {
     // A rename, so a CRIU another flymc starts meanwhile reads the old answers or the new.
     let tmp = Path::new(RUN).join(format!(".{NAME}.flymc-{}", std::process::id()));
     let target = Path::new(RUN).join(NAME);
-    fs::copy(&cache, &tmp)
+    fs::copy(cache, &tmp)
         .and_then(|_| fs::rename(&tmp, &target))
         .map_err(|e| {
             let _ = fs::remove_file(&tmp);
