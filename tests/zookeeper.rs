@@ -538,6 +538,25 @@ fn bad_setups_get_a_one_line_fix() {
     assert_one_line_error(&ran, "ZooKeeper is missing");
     let ran = flymc_env(d.path(), &le, &[("FLYMC_CACHE", "/nonexistent")]);
     assert_one_line_error(&ran, "run `flymc setup zookeeper`");
+    // A hook built by another flymc (its sources changed since): refused, not run silently.
+    let stale = d.path().join("stale-cache");
+    let java = stale.join("java");
+    std::fs::create_dir_all(&java).unwrap();
+    for f in [
+        "flymc-hook.jar",
+        "flymc-hook.jar.sources",
+        "flymc-zk.jar",
+        "flymc-zk.jar.sources",
+    ] {
+        std::fs::copy(
+            flymc_real::snapshot::cache_dir().join("java").join(f),
+            java.join(f),
+        )
+        .unwrap();
+    }
+    std::fs::write(java.join("flymc-hook.jar.sources"), "0123\n").unwrap();
+    let ran = flymc_env(d.path(), &le, &[("FLYMC_CACHE", stale.to_str().unwrap())]);
+    assert_one_line_error(&ran, "built from other sources than this flymc's");
     let mut docker = le.to_vec();
     docker.extend(["--backend", "docker"]);
     let ran = flymc_env(

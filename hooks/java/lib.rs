@@ -51,6 +51,55 @@ pub const ASM: [&str; 3] = [
 /// The agent jar's file name.
 pub const AGENT_JAR: &str = "flymc-hook.jar";
 
+/// Beside a jar, `JAR.sources`: the digest of the sources it was built from, so a flymc whose
+/// built-in sources changed (a newer checkout) sees that the installed jar is stale instead of
+/// running an old hook silently.
+fn stamp_of(jar: &Path) -> PathBuf {
+    let mut name = jar.as_os_str().to_owned();
+    name.push(".sources");
+    PathBuf::from(name)
+}
+
+/// The digest (SHA-256, hex) of `texts` in order: what a jar built from them is stamped with.
+pub fn digest(texts: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for t in texts {
+        h.update((t.len() as u64).to_le_bytes());
+        h.update(t.as_bytes());
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The digest of the agent's [`SOURCES`].
+pub fn agent_digest() -> String {
+    let texts: Vec<&str> = SOURCES.iter().flat_map(|(n, t)| [*n, *t]).collect();
+    digest(&texts)
+}
+
+/// Record that `jar` was built from sources with digest `digest`.
+pub fn write_stamp(jar: &Path, digest: &str) -> Result<(), BuildError> {
+    let stamp = stamp_of(jar);
+    std::fs::write(&stamp, format!("{digest}\n"))
+        .map_err(|e| BuildError(format!("{}: {e}", stamp.display())))
+}
+
+/// Whether `jar` exists and was built from sources with digest `digest`: `Err` is the one
+/// line to show (what is wrong and `fix`, the command that rebuilds it).
+pub fn check_stamp(jar: &Path, digest: &str, fix: &str) -> Result<(), String> {
+    if !jar.is_file() {
+        return Err(format!("{} is missing: run `{fix}`", jar.display()));
+    }
+    let recorded = std::fs::read_to_string(stamp_of(jar)).unwrap_or_default();
+    if recorded.trim() != digest {
+        return Err(format!(
+            "{} was built from other sources than this flymc's (an older or newer flymc built it): run `{fix}`",
+            jar.display()
+        ));
+    }
+    Ok(())
+}
+
 /// A build step that failed, with the one line that says why.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -128,5 +177,6 @@ pub fn build_agent(out: &Path, work: &Path) -> Result<PathBuf, BuildError> {
     )
     .map_err(io)?;
     jar(Some(&manifest), &classes, &out.join(AGENT_JAR))?;
+    write_stamp(&out.join(AGENT_JAR), &agent_digest())?;
     Ok(classes)
 }

@@ -364,7 +364,7 @@ pub fn class_path_on(variant: &str, home: Option<&std::path::Path>) -> Result<St
     if variant != "3.8.0" {
         cp.push(variant_dir(variant).join("classes").display().to_string());
     }
-    cp.push(java_dir().join("flymc-zk.jar").display().to_string());
+    cp.push(java_dir().join(setup::HELPER_JAR).display().to_string());
     match home {
         Some(h) => cp.extend(home_jars(h)?.iter().map(|j| j.display().to_string())),
         None => cp.push(zookeeper_jar().display().to_string()),
@@ -415,7 +415,7 @@ pub fn java_args(l: &Launch, p: &ZkParams) -> Vec<String> {
     args.extend([
         format!(
             "-javaagent:{}={}",
-            jars.join("flymc-hook.jar").display(),
+            jars.join(flymc_java_hook::AGENT_JAR).display(),
             run_dir.join("flymc-hook.json").display()
         ),
         "-cp".into(),
@@ -474,13 +474,12 @@ pub fn check_installed(backend: BackendKind, variant: &str) -> Result<(), String
             ));
         }
     }
-    for jar in ["flymc-hook.jar", "flymc-zk.jar"] {
-        if !java_dir().join(jar).is_file() {
-            return Err(format!(
-                "the Java hook is not built ({} is missing): run `flymc setup zookeeper`",
-                java_dir().join(jar).display()
-            ));
-        }
+    for (jar, digest) in [
+        (flymc_java_hook::AGENT_JAR, flymc_java_hook::agent_digest()),
+        (setup::HELPER_JAR, setup::helper_digest()),
+    ] {
+        flymc_java_hook::check_stamp(&java_dir().join(jar), &digest, "flymc setup zookeeper")
+            .map_err(|e| format!("the Java hook: {e}"))?;
     }
     if variant != "3.8.0" && !variant_dir(variant).join("classes").is_dir() {
         let how = if VARIANTS.contains(&variant) {

@@ -102,6 +102,14 @@ pub fn setup(docker: bool, say: &mut dyn FnMut(&str)) -> Result<(), SetupError> 
     Ok(())
 }
 
+/// The ZooKeeper helper's jar (`FlymcZk`, compiled against the agent).
+pub const HELPER_JAR: &str = "flymc-zk.jar";
+
+/// What the helper jar is stamped with: its source and the agent's it was compiled against.
+pub fn helper_digest() -> String {
+    flymc_java_hook::digest(&[ZK_HELPER, &flymc_java_hook::agent_digest()])
+}
+
 /// flymc-hook.jar (the agent) and flymc-zk.jar (the ZooKeeper helper), from the sources built
 /// into flymc.
 pub fn build_jars(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
@@ -120,7 +128,8 @@ pub fn build_jars(say: &mut dyn FnMut(&str)) -> Result<(), SetupError> {
         &zclasses,
         "javac (the ZooKeeper helper)",
     )?;
-    jar(None, &zclasses, &out.join("flymc-zk.jar"))?;
+    jar(None, &zclasses, &out.join(HELPER_JAR))?;
+    flymc_java_hook::write_stamp(&out.join(HELPER_JAR), &helper_digest())?;
     say(&format!("built the Java hook in {}", out.display()));
     Ok(())
 }

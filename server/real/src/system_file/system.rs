@@ -253,13 +253,17 @@ impl FileSystem {
         }
         if let HookKind::JavaAgent { .. } = self.file.hook {
             let jar = java_agent_jar();
-            if !jar.is_file() {
-                return Err(TargetError::Other(format!(
-                    "{}: flymc's Java agent {} is not built: run `flymc setup zookeeper`, which builds it",
-                    self.file.file.display(),
-                    jar.display()
-                )));
-            }
+            flymc_java_hook::check_stamp(
+                &jar,
+                &flymc_java_hook::agent_digest(),
+                "flymc setup zookeeper",
+            )
+            .map_err(|e| {
+                TargetError::Other(format!(
+                    "{}: flymc's Java agent: {e} (it builds the agent)",
+                    self.file.file.display()
+                ))
+            })?;
         }
         Ok(())
     }
@@ -310,7 +314,7 @@ impl FileSystem {
 fn java_agent_jar() -> PathBuf {
     crate::snapshot::cache_dir()
         .join("java")
-        .join("flymc-hook.jar")
+        .join(flymc_java_hook::AGENT_JAR)
 }
 
 /// Each element of list parameter `param` (a table with `to` and the event's fields) as a
