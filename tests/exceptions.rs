@@ -188,6 +188,34 @@ fn zookeepers_default_allow_list_lets_a_crash_pass_but_not_a_null_pointer() {
         Some("Leaders epoch, 1 is less than accepted epoch, 2"),
         "org.apache.zookeeper.server.quorum.Learner.registerWithLeader"
     ));
+    // A leader in discovery refusing a learner that is ahead of it is 3.8.0's design
+    // (docs/FINDINGS.md, "Findings and their verdicts"); the reconfiguration variant of the
+    // message is not, nor is the same refusal anywhere but the handler that catches it.
+    let handler = "org.apache.zookeeper.server.quorum.LearnerHandler.run";
+    let ahead = "Follower is ahead of the leader, leader summary: 0 (current epoch), 0 (last zxid)";
+    assert!(allowed("java.io.IOException", Some(ahead), handler));
+    assert!(!allowed(
+        "java.io.IOException",
+        Some("Follower is ahead of the leader (has a later activated configuration)"),
+        handler
+    ));
+    assert!(!allowed(
+        "java.io.IOException",
+        Some(ahead),
+        "org.apache.zookeeper.server.quorum.Leader.lead"
+    ));
+    // A real end of stream (no message) is not: flymc's ordered closes carry their own message,
+    // so a bare EOFException is a connection that ended before flymc said so (a flymc defect).
+    assert!(!allowed(
+        "java.io.EOFException",
+        None,
+        "org.apache.zookeeper.server.quorum.Learner.registerWithLeader"
+    ));
+    assert!(allowed(
+        "java.io.EOFException",
+        Some("flymc: the peer closed the connection"),
+        "org.apache.zookeeper.server.quorum.Learner.registerWithLeader"
+    ));
     assert!(!allowed(
         "java.lang.IllegalStateException",
         Some("flymc: the connection to the peer is lost"),
