@@ -103,7 +103,8 @@ def gone(pid: int, within: float = 10.0) -> bool:
             with open(f"/proc/{pid}/stat") as f:
                 if f.read().rsplit(")", 1)[1].split()[0] == "Z":
                     return True
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):
+            # Reaped between the open and the read: the kernel answers ESRCH then.
             return True
         time.sleep(0.02)
     return False
