@@ -804,6 +804,20 @@ impl RunState {
         recs.into_iter().map(|r| r.event.clone()).collect()
     }
 
+    /// The node whose crash enabling `id` tells its node of: a peer-failure timer's peer, or
+    /// the node of a `crashed` notice ([`RunState::notice`]; workload requests have no parent).
+    pub fn crash_news(&self, id: EventId) -> Option<NodeId> {
+        let rec = self.events.get(&id)?;
+        if let Some((peer, _)) = rec.peer {
+            return Some(peer);
+        }
+        let e = &rec.event;
+        if rec.wire_kind != Kind::Client || e.name != "crashed" || e.parent.is_none() {
+            return None;
+        }
+        e.fields.get("node")?.as_u64().map(|n| n as NodeId)
+    }
+
     /// Enable a pending event: queue its order at its node. Returns the node.
     pub fn enable(&mut self, id: EventId) -> Option<NodeId> {
         let rec = self.events.get(&id)?;
