@@ -86,7 +86,7 @@ pub trait Backend: Send {
     ) -> Result<u32, ClusterError>;
     /// SIGKILL the node and return once it is gone. A backend that can keeps the node's
     /// connections to other nodes open meanwhile, so its peers learn nothing of the crash
-    /// until [`Backend::crash_noticed`] (the local backend: [`silence`]).
+    /// until [`Backend::crash_noticed`] (the local backend: `cluster/silence.rs`).
     fn kill(&mut self, node: NodeId) -> Result<(), ClusterError>;
     /// flymc has told `by` of `node`'s crash (enabled a peer-failure timer or a `crashed`
     /// notice there): what the backend kept open of their connections may close now.
