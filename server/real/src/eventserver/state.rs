@@ -1429,6 +1429,27 @@ mod tests {
         assert_eq!(st.quiet(), Ok(()));
     }
 
+    /// What lets the backend close a crashed node's held connections to a peer: the peer's
+    /// `crashed` notice names the crashed node; an ordinary message names none.
+    #[test]
+    fn a_crashed_notice_is_news_of_that_crash_and_a_message_is_not() {
+        let mut st = booted(3);
+        for n in 0..3 {
+            done(&mut st, n, None, json!({})).unwrap();
+        }
+        let m = send(&mut st, 0, None, 0, Kind::Message, "a", 1).unwrap();
+        st.crash(2, 0);
+        st.notice(EventId::crash(2, 0), "crashed", 2);
+        let news: Vec<(NodeId, Option<NodeId>)> = st
+            .pending()
+            .iter()
+            .filter(|e| e.name == "crashed")
+            .map(|e| (e.to, st.crash_news(e.id)))
+            .collect();
+        assert_eq!(news, vec![(0, Some(2)), (1, Some(2))]);
+        assert_eq!(st.crash_news(m), None);
+    }
+
     /// ZooKeeper's leader answered FOLLOWERINFO with LEADERINFO after the learner crashed and
     /// rebooted: the packet travels on the dead process's connection, so it is lost; a new
     /// connection of the new process that reuses the name carries messages again.
