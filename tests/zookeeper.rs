@@ -1089,3 +1089,165 @@ fn a_zookeeper_home_is_what_the_nodes_run() {
     );
     assert_ne!(ran.code, 0, "{}", ran.all());
 }
+
+/// Spin `n` threads until the guard drops: a loaded machine, where a crashed node's resets
+/// used to reach its peers before flymc delivered the disconnect.
+struct Busy(
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    Vec<std::thread::JoinHandle<()>>,
+);
+
+impl Busy {
+    fn threads(n: usize) -> Busy {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let spin = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                    }
+                })
+            })
+            .collect();
+        Busy(stop, spin)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.1.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Enable events (messages, client requests and disk writes first, then timers other than
+/// a connection's) until the three nodes form an ensemble: one leader, two learners in
+/// BROADCAST. Returns (leader, learners).
+fn establish(target: &mut dyn flymc_model::Target) -> (usize, Vec<usize>) {
+    use flymc_model::EventKind;
+    for _ in 0..400 {
+        let state = target.settle().expect("the ensemble settles");
+        let vars = |i: usize| &state.nodes[i].vars;
+        let leader = (0..3).find(|&i| vars(i)["state"] == "LEADING");
+        if let Some(l) = leader {
+            let learners: Vec<usize> = (0..3).filter(|&i| i != l).collect();
+            let all = (0..3).all(|i| state.nodes[i].alive && vars(i)["zabState"] == "BROADCAST");
+            // The leader lists its learners by server id, node + 1.
+            let sids: Vec<usize> = learners.iter().map(|n| n + 1).collect();
+            let synced = vars(l)["forwardingFollowers"] == serde_json::json!(sids);
+            if all && synced {
+                return (l, learners);
+            }
+        }
+        let pending = target.pending();
+        let rank = |e: &flymc_model::Event| match e.kind {
+            EventKind::Message | EventKind::Client => Some(0),
+            EventKind::Timeout if e.name.starts_with("disk:") => Some(0),
+            EventKind::Timeout if e.name != "disconnect" && e.name != "read-timeout" => Some(1),
+            _ => None,
+        };
+        let next = pending
+            .iter()
+            .filter_map(|e| Some((rank(e)?, e)))
+            .min_by_key(|(r, _)| *r)
+            .map(|(_, e)| e.id)
+            .expect("an event to enable before the ensemble forms");
+        target.enable(next).expect("enable");
+    }
+    panic!("no ensemble within 400 events");
+}
+
+/// Each node's log lines after the first `seen[i]` (updated), from a fresh copy of the logs.
+fn new_log_lines(
+    target: &mut dyn flymc_model::Target,
+    into: &Path,
+    seen: &mut [usize; 3],
+) -> [Vec<String>; 3] {
+    target.keep_logs(into).expect("the logs are copied");
+    std::array::from_fn(|i| {
+        let text = std::fs::read_to_string(into.join(format!("n{i}.log"))).unwrap_or_default();
+        let lines: Vec<String> = text.lines().skip(seen[i]).map(String::from).collect();
+        seen[i] += lines.len();
+        lines
+    })
+}
+
+/// Whether a peer's log line says it noticed node `crashed`'s crash: its election connection
+/// broke, a read met the end of a stream or a reset, or the leader's handler of it ended.
+fn heard_of_crash(line: &str, crashed: usize) -> bool {
+    // ZooKeeper names servers by id, node + 1.
+    line.contains(&format!("Connection broken for id {},", crashed + 1))
+        || line.contains("EOFException")
+        || line.contains("Connection reset")
+        || line.contains("GOODBYE")
+}
+
+/// Issue 42, item 2: a crash is silent until flymc says otherwise. A learner of a real
+/// 3-node ensemble is crashed again and again on a loaded machine (two spinning threads);
+/// its peers must log nothing of it (no broken election connection, no end of stream, the
+/// leader's handler of it stays) until flymc delivers the leader's `disconnect`, after which
+/// the leader's handler ends. `FLYMC_SILENT_CRASHES` sets how many crashes (default 3; the
+/// docs/BENCHMARKS.md numbers are of 20).
+#[test]
+fn a_crashed_learner_tells_its_peers_nothing_until_flymc_delivers_the_disconnect() {
+    use flymc_model::{EventKind, System};
+    let _one = one_cluster();
+    let crashes: usize = std::env::var("FLYMC_SILENT_CRASHES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let w = flymc_core::workloads::load(&common::workloads(), "zookeeper", "le")
+        .expect("the shipped workload");
+    let sys = flymc_zookeeper::ZookeeperSystem::default();
+    let mut target = sys.target(&w).expect("a ZooKeeper ensemble starts");
+    target.start(&w).expect("the nodes start");
+    let _busy = Busy::threads(2);
+    let logs = tmp();
+    let mut seen = [0; 3];
+    let (mut loud, mut ended) = (Vec::new(), 0);
+    for i in 0..crashes {
+        let (leader, learners) = establish(target.as_mut());
+        let crashed = learners[i % 2];
+        new_log_lines(target.as_mut(), logs.path(), &mut seen);
+        target.crash(crashed).expect("crash");
+        let state = target.settle().expect("the peers settle after the crash");
+        let heard: Vec<String> = new_log_lines(target.as_mut(), logs.path(), &mut seen)
+            .iter()
+            .enumerate()
+            .filter(|&(n, _)| n != crashed)
+            .flat_map(|(n, lines)| lines.iter().map(move |l| (n, l)))
+            .filter(|(_, l)| heard_of_crash(l, crashed))
+            .map(|(n, l)| format!("crash {i}, n{n}: {l}"))
+            .collect();
+        let kept = state.nodes[leader].vars["learners"]
+            .as_array()
+            .is_some_and(|l| l.contains(&serde_json::json!(crashed + 1)));
+        if !heard.is_empty() || !kept {
+            loud.push(format!("{heard:?} (leader keeps its handler: {kept})"));
+        }
+        let disconnect = target
+            .pending()
+            .into_iter()
+            .find(|e| e.to == leader && e.kind == EventKind::Timeout && e.name == "disconnect")
+            .expect("the leader's disconnect from the crashed learner is on offer");
+        target.enable(disconnect.id).expect("enable the disconnect");
+        target
+            .settle()
+            .expect("the leader settles after the disconnect");
+        let leader_lines = &new_log_lines(target.as_mut(), logs.path(), &mut seen)[leader];
+        ended += usize::from(leader_lines.iter().any(|l| l.contains("GOODBYE")));
+        target.reboot(crashed).expect("reboot");
+    }
+    target.stop().expect("the nodes stop");
+    eprintln!(
+        "{} of {crashes} crashes heard before the disconnect; the leader's handler ended after {ended}",
+        loud.len()
+    );
+    assert!(loud.is_empty(), "heard before flymc said so: {loud:#?}");
+    assert_eq!(ended, crashes, "the disconnect ends the leader's handler");
+}

@@ -624,11 +624,16 @@ impl Target for RealTarget {
 
     fn enable(&mut self, id: EventId) -> Result<(), TargetError> {
         self.take_deferred()?;
-        if self.srv()?.enable(id) {
-            Ok(())
-        } else {
-            Err(TargetError::NotPending(id))
+        let server = self.srv()?;
+        let news = server.crash_news(id);
+        let Some(to) = server.enable(id) else {
+            return Err(TargetError::NotPending(id));
+        };
+        // Only now may the crashed node's connections to `to` tell it anything.
+        if let Some(crashed) = news {
+            self.backend.crash_noticed(crashed, to);
         }
+        Ok(())
     }
 
     fn settle(&mut self) -> Result<GlobalState, TargetError> {

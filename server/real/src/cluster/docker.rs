@@ -4,9 +4,11 @@
 //! zookeeper --docker`; nothing can be pulled), with host networking so the node keeps its
 //! 127.0.k.x address and reaches the event server on 127.0.0.1. The run directory and flymc's
 //! cache are bind-mounted at the same paths, so a node's command line is the same as for a
-//! local process. Crash = SIGKILL the container; reboot = a new container on the same data
-//! directory. Containers are auto-removed, killed on stop, on drop and on Ctrl-C, and a node
-//! whose flymc is gone ends itself (the hook's watchdog), which ends its container.
+//! local process. Crash = SIGKILL the container, and a loud one: the kernel closes the node's
+//! connections at once (the local backend holds them until flymc tells each peer,
+//! `cluster/silence.rs`); reboot = a new container on the same data directory. Containers are
+//! auto-removed, killed on stop, on drop and on Ctrl-C, and a node whose flymc is gone ends
+//! itself (the hook's watchdog), which ends its container.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -31,6 +31,7 @@ use flymc_model::NodeId;
 
 use super::procs;
 use super::rundirs::{self, OwnedDir, Root};
+use super::silence::Silence;
 use super::{Backend, Checkpoints, ClusterError, ExitListener, NodeCommand, NodeSlot};
 use crate::snapshot::{criu::cp, Criu, PendingSnapshot, Snapshot, SnapshotError, SnapshotStore};
 
@@ -84,6 +85,8 @@ pub struct LocalBackend {
     pids: HashMap<NodeId, u32>,
     /// Cluster snapshots, when asked for and CRIU works here.
     snaps: Option<Kept>,
+    /// Crashed nodes' connections, kept open until their peers are told.
+    silence: Silence,
 }
 
 /// The snapshots a backend keeps.
@@ -115,6 +118,7 @@ impl LocalBackend {
             slots: Vec::new(),
             pids: HashMap::new(),
             snaps: None,
+            silence: Silence::default(),
         }
     }
 
@@ -286,14 +290,29 @@ impl Backend for LocalBackend {
         let Some(pid) = self.pids.remove(&node) else {
             return Ok(());
         };
+        let others: Vec<(NodeId, u32)> = self.pids.iter().map(|(n, p)| (*n, *p)).collect();
+        match self.silence.hold(node, pid, &others) {
+            Ok(n) => tracing::debug!("n{node} crashes silently: {n} connections held"),
+            // The crash still happens, only loud: its peers may see it before flymc says so.
+            Err(e) => tracing::warn!(
+                "n{node}'s crash tells its peers at once: cannot hold its connections: {e}"
+            ),
+        }
         procs::kill_and_wait(&[pid], KILL_TIMEOUT)
             .map_err(|e| ClusterError(format!("cannot kill node n{node}: {e}")))
+    }
+
+    fn crash_noticed(&mut self, node: NodeId, by: NodeId) {
+        let n = self.silence.release(node, by);
+        tracing::debug!("n{by} told of n{node}'s crash: {n} held connections closed");
     }
 
     fn stop(&mut self) -> Result<(), ClusterError> {
         let pids: Vec<u32> = self.pids.drain().map(|(_, p)| p).collect();
         let killed = procs::kill_and_wait(&pids, KILL_TIMEOUT)
             .map_err(|e| ClusterError(format!("cannot stop the cluster: {e}")));
+        // After the kill: no live peer hears these resets.
+        self.silence.reset_all();
         if let Some(dir) = self.run_dir.take() {
             let owned = self.owned.take();
             match self.keep_dirs {

@@ -8,6 +8,7 @@ pub mod local;
 mod namespaces;
 pub(crate) mod procs;
 pub mod rundirs;
+mod silence;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -83,8 +84,13 @@ pub trait Backend: Send {
         cmd: &NodeCommand,
         on_exit: ExitListener,
     ) -> Result<u32, ClusterError>;
-    /// SIGKILL the node and return once it is gone.
+    /// SIGKILL the node and return once it is gone. A backend that can keeps the node's
+    /// connections to other nodes open meanwhile, so its peers learn nothing of the crash
+    /// until [`Backend::crash_noticed`] (the local backend: `cluster/silence.rs`).
     fn kill(&mut self, node: NodeId) -> Result<(), ClusterError>;
+    /// flymc has told `by` of `node`'s crash (enabled a peer-failure timer or a `crashed`
+    /// notice there): what the backend kept open of their connections may close now.
+    fn crash_noticed(&mut self, _node: NodeId, _by: NodeId) {}
     /// Kill every node of the run and remove its directory (unless asked to keep it).
     fn stop(&mut self) -> Result<(), ClusterError>;
     /// The process id of each node that is running.

@@ -277,6 +277,37 @@ fn wait_for(pid: u32, on_exit: OnExit) {
     registry().changed.notify_all();
 }
 
+/// SIGSTOP `pid`'s process group if `pid` is a live node process, and wait until the process
+/// has stopped (or ended). Whether it was live. For [`super::silence`]: a stopped node opens
+/// and closes no connection while flymc copies them.
+pub(crate) fn stop_group(pid: u32) -> bool {
+    let st = lock();
+    if st.procs.get(&pid) != Some(&false) {
+        return false;
+    }
+    // SAFETY: plain syscall; registered and not reaped, so the pid is still this group's.
+    unsafe {
+        libc::killpg(pid as libc::pid_t, libc::SIGSTOP);
+    }
+    drop(st);
+    loop {
+        // SAFETY: zeroed siginfo is a valid out-parameter for waitid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // WNOWAIT: the waiter thread still sees (and reaps) the exit.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WSTOPPED | libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return true;
+        }
+    }
+}
+
 /// SIGKILL these processes (their groups) and wait until they are gone, at most `timeout`.
 pub fn kill_and_wait(pids: &[u32], timeout: Duration) -> io::Result<()> {
     let mut st = lock();

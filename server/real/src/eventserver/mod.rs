@@ -175,13 +175,20 @@ impl EventServer {
         self.shared.lock().pending()
     }
 
-    /// Queue the enable order of a pending event; `false` if it is not pending.
-    pub fn enable(&self, id: EventId) -> bool {
+    /// Queue the enable order of a pending event: the node it is enabled at, `None` if it is
+    /// not pending.
+    pub fn enable(&self, id: EventId) -> Option<NodeId> {
         let node = self.shared.with(|st| st.enable(id));
         if let Some(n) = node {
             self.shared.wake_pollers(Some(n));
         }
-        node.is_some()
+        node
+    }
+
+    /// The node whose crash enabling `id` would tell its node of (a peer-failure timer's
+    /// peer, a `crashed` notice's node), if any.
+    pub fn crash_news(&self, id: EventId) -> Option<NodeId> {
+        self.shared.lock().crash_news(id)
     }
 
     /// Mark `node` crashed (its `nth` crash), before its process is killed.

@@ -804,6 +804,20 @@ impl RunState {
         recs.into_iter().map(|r| r.event.clone()).collect()
     }
 
+    /// The node whose crash enabling `id` tells its node of: a peer-failure timer's peer, or
+    /// the node of a `crashed` notice ([`RunState::notice`]; workload requests have no parent).
+    pub fn crash_news(&self, id: EventId) -> Option<NodeId> {
+        let rec = self.events.get(&id)?;
+        if let Some((peer, _)) = rec.peer {
+            return Some(peer);
+        }
+        let e = &rec.event;
+        if rec.wire_kind != Kind::Client || e.name != "crashed" || e.parent.is_none() {
+            return None;
+        }
+        e.fields.get("node")?.as_u64().map(|n| n as NodeId)
+    }
+
     /// Enable a pending event: queue its order at its node. Returns the node.
     pub fn enable(&mut self, id: EventId) -> Option<NodeId> {
         let rec = self.events.get(&id)?;
@@ -1413,6 +1427,27 @@ mod tests {
         assert_eq!(t, want, "startup events of a reboot descend from it");
         done(&mut st, 1, None, json!({})).unwrap();
         assert_eq!(st.quiet(), Ok(()));
+    }
+
+    /// What lets the backend close a crashed node's held connections to a peer: the peer's
+    /// `crashed` notice names the crashed node; an ordinary message names none.
+    #[test]
+    fn a_crashed_notice_is_news_of_that_crash_and_a_message_is_not() {
+        let mut st = booted(3);
+        for n in 0..3 {
+            done(&mut st, n, None, json!({})).unwrap();
+        }
+        let m = send(&mut st, 0, None, 0, Kind::Message, "a", 1).unwrap();
+        st.crash(2, 0);
+        st.notice(EventId::crash(2, 0), "crashed", 2);
+        let news: Vec<(NodeId, Option<NodeId>)> = st
+            .pending()
+            .iter()
+            .filter(|e| e.name == "crashed")
+            .map(|e| (e.to, st.crash_news(e.id)))
+            .collect();
+        assert_eq!(news, vec![(0, Some(2)), (1, Some(2))]);
+        assert_eq!(st.crash_news(m), None);
     }
 
     /// ZooKeeper's leader answered FOLLOWERINFO with LEADERINFO after the learner crashed and
