@@ -190,6 +190,7 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         seed: job.seed,
         bound: cfg.bound,
         stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
+        summary_states: system.has(flymc_model::Feature::SummaryStates),
         sets,
         flymc: job.flymc,
         fault_vars: system.about().fault_vars.clone(),

@@ -182,6 +182,7 @@ fn explore_variant(
         seed: 0,
         bound: 25,
         stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
+        summary_states: system.has(flymc_model::Feature::SummaryStates),
         sets: systems::load_sets(system.as_ref(), &w, None)?,
         flymc: FlymcOptions::default(),
         fault_vars: system.about().fault_vars.clone(),
