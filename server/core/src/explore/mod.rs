@@ -248,7 +248,7 @@ impl Outcome {
 /// One exploration, set up by its builder methods and started by [`Exploration::run`]: the
 /// one way every command, benchmark and test explores.
 ///
-/// ```ignore
+/// ```text
 /// let outcome = Exploration::new(system, &workload, strategy.as_mut())
 ///     .max_paths(Some(300))
 ///     .jobs(4)
