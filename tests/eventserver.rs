@@ -11,8 +11,8 @@ use std::path::Path;
 
 use flymc::demo::DemoSystem;
 use flymc::hookbench::{bench_hooks, HookBenchConfig};
-use flymc_core::executor::Executor;
-use flymc_core::explore::{explore_with, ExploreConfig};
+use flymc_core::executor::{Executor, RunOptions};
+use flymc_core::explore::Exploration;
 use flymc_core::pathfile::PathFile;
 use flymc_core::plan::{Plan, Tail};
 use flymc_core::replay::{replay, ReplayOutcome};
@@ -60,17 +60,14 @@ fn explore(system: &dyn System, w: &Workload, name: &str, paths: u64) -> (Vec<Ru
         pct_depth: 3,
     };
     let mut strat = strategy::build(name, &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(paths),
-        // Re-run every path and compare every state: the real target must be deterministic.
-        check_determinism: true,
-        ..Default::default()
-    };
     let mut runs = Vec::new();
-    let out = explore_with(system, w, strat.as_mut(), &cfg, &mut |_| {}, &mut |r| {
-        runs.push(r.clone())
-    })
-    .unwrap_or_else(|e| panic!("exploration failed: {e}"));
+    let out = Exploration::new(system, w, strat.as_mut())
+        .max_paths(Some(paths))
+        // Re-run every path and compare every state: the real target must be deterministic.
+        .check_determinism(true)
+        .on_run(|r| runs.push(r.clone()))
+        .run()
+        .unwrap_or_else(|e| panic!("exploration failed: {e}"));
     (runs, out.paths, out.violation.is_some())
 }
 
@@ -365,7 +362,9 @@ fn bad_requests_get_a_4xx_with_a_reason_and_the_run_goes_on() {
     // The run goes on: the nodes still settle every event.
     let sys = demo();
     let exec = Executor::new(&sys, &w);
-    let run = exec.run(&mut t, &Plan::fifo(Vec::new()), None).unwrap();
+    let run = exec
+        .run(&mut t, &Plan::fifo(Vec::new()), RunOptions::default())
+        .unwrap();
     assert_eq!(run.steps.len(), 6);
     assert_eq!(sum(run.states.last().unwrap(), 1), 3);
 }
@@ -382,7 +381,7 @@ fn a_node_that_does_not_settle_is_a_hang_and_the_target_recovers() {
     let exec = Executor::new(&sys, &w);
     // A hang is a liveness finding with its path, not an error that ends the exploration.
     let run = exec
-        .run(&mut t, &Plan::fifo(Vec::new()), None)
+        .run(&mut t, &Plan::fifo(Vec::new()), RunOptions::default())
         .expect("a hang is a finding");
     assert_eq!(
         run.ending,
@@ -405,7 +404,7 @@ fn a_node_that_does_not_settle_is_a_hang_and_the_target_recovers() {
         sleep: Vec::new(),
         sleep_at: 0,
     };
-    let run = exec.run(&mut t, &plan, None).unwrap();
+    let run = exec.run(&mut t, &plan, RunOptions::default()).unwrap();
     assert_eq!(run.states.len(), 1);
 }
 

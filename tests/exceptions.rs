@@ -13,7 +13,7 @@ use std::path::Path;
 
 use common::{flymc_in, path_file};
 use flymc::demo::DemoSystem;
-use flymc_core::explore::{explore_with, ExploreConfig};
+use flymc_core::explore::Exploration;
 use flymc_core::pathfile::PathFile;
 use flymc_core::replay::{replay, ReplayOutcome};
 use flymc_core::run::Run;
@@ -41,15 +41,12 @@ fn explore(system: &dyn System, w: &Workload, paths: u64) -> Vec<Run> {
         ..StrategyContext::for_system(system, w)
     };
     let mut strat = strategy::build("dfs", &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(paths),
-        ..Default::default()
-    };
     let mut runs = Vec::new();
-    explore_with(system, w, strat.as_mut(), &cfg, &mut |_| {}, &mut |r| {
-        runs.push(r.clone())
-    })
-    .unwrap_or_else(|e| panic!("exploration failed: {e}"));
+    Exploration::new(system, w, strat.as_mut())
+        .max_paths(Some(paths))
+        .on_run(|r| runs.push(r.clone()))
+        .run()
+        .unwrap_or_else(|e| panic!("exploration failed: {e}"));
     runs
 }
 

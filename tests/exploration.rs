@@ -7,8 +7,8 @@ use std::collections::HashSet;
 
 use common::flymc_in;
 use flymc::systems;
-use flymc_core::executor::Executor;
-use flymc_core::explore::{ExploreConfig, Outcome};
+use flymc_core::executor::{Executor, RunOptions};
+use flymc_core::explore::{Exploration, Outcome};
 use flymc_core::plan::{Plan, Tail};
 use flymc_core::run::{Ending, Run};
 use flymc_core::workloads;
@@ -103,19 +103,11 @@ fn explore_runs_with(
         pct_depth: 3,
     };
     let mut s = strategy::build(strategy, &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(cap),
-        ..Default::default()
-    };
-    flymc_core::explore::explore_with(
-        system.as_ref(),
-        &w,
-        s.as_mut(),
-        &cfg,
-        &mut |_| {},
-        &mut |run| on_run(run, &sym),
-    )
-    .unwrap()
+    Exploration::new(system.as_ref(), &w, s.as_mut())
+        .max_paths(Some(cap))
+        .on_run(|run| on_run(run, &sym))
+        .run()
+        .unwrap()
 }
 
 /// Explore `workload` with `strategy`.
@@ -178,7 +170,9 @@ fn reachable(system: &str, workload: &str) -> (HashSet<u64>, HashSet<u64>) {
             sleep: Vec::new(),
             sleep_at: 0,
         };
-        let run = exec.run(target.as_mut(), &plan, None).unwrap();
+        let run = exec
+            .run(target.as_mut(), &plan, RunOptions::default())
+            .unwrap();
         assert!(run.violation.is_none(), "{workload}: {:?}", run.violation);
         let last = run.states.last().unwrap();
         if !seen.insert(last.hash()) {

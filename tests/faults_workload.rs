@@ -9,8 +9,8 @@ use crate::common;
 use std::path::Path;
 
 use flymc::systems;
-use flymc_core::executor::Executor;
-use flymc_core::explore::{explore_with, ExploreConfig};
+use flymc_core::executor::{Executor, RunOptions};
+use flymc_core::explore::Exploration;
 use flymc_core::pathfile::PathFile;
 use flymc_core::plan::Plan;
 use flymc_core::replay::{replay, workload_for, ReplayOutcome};
@@ -43,20 +43,12 @@ fn explore(w: &Workload, strategy_name: &str, seed: u64, paths: u64) -> Vec<Run>
         ..StrategyContext::for_system(system.as_ref(), w)
     };
     let mut s = strategy::build(strategy_name, &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(paths),
-        ..Default::default()
-    };
     let mut runs = Vec::new();
-    explore_with(
-        system.as_ref(),
-        w,
-        s.as_mut(),
-        &cfg,
-        &mut |_| {},
-        &mut |r| runs.push(r.clone()),
-    )
-    .unwrap();
+    Exploration::new(system.as_ref(), w, s.as_mut())
+        .max_paths(Some(paths))
+        .on_run(|r| runs.push(r.clone()))
+        .run()
+        .unwrap();
     runs
 }
 
@@ -255,7 +247,9 @@ fn a_real_raft_node_down_at_the_start_has_no_process_until_its_reboot_and_then_f
 
     // The default order never brings n0 up: n1 leads n2.
     let exec = Executor::new(&sys, &w);
-    let first = exec.run(&mut t, &Plan::fifo(Vec::new()), None).unwrap();
+    let first = exec
+        .run(&mut t, &Plan::fifo(Vec::new()), RunOptions::default())
+        .unwrap();
     assert!(first.states.iter().all(|s| !s.nodes[0].alive));
     let role = |s: &GlobalState, n: usize| s.var(n, "role").cloned();
     let elected = first
@@ -275,7 +269,9 @@ fn a_real_raft_node_down_at_the_start_has_no_process_until_its_reboot_and_then_f
     // Bring n0 up once n1 leads: it starts as incarnation 0 and follows n1 in n1's term.
     let mut prefix = first.event_ids()[..elected].to_vec();
     prefix.push(EventId::reboot(0, 0));
-    let second = exec.run(&mut t, &Plan::fifo(prefix), None).unwrap();
+    let second = exec
+        .run(&mut t, &Plan::fifo(prefix), RunOptions::default())
+        .unwrap();
     assert_eq!(second.steps[elected].event().id, EventId::reboot(0, 0));
     let last = second.states.last().unwrap();
     assert!(last.nodes[0].alive);

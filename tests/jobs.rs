@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use flymc::systems;
 use flymc_core::dependence::Dependence;
-use flymc_core::explore::{explore_with, ExploreConfig, Outcome};
+use flymc_core::executor::RunOptions;
+use flymc_core::explore::{Exploration, Outcome};
 use flymc_core::plan::Plan;
 use flymc_core::run::{Ending, Run};
 use flymc_core::strategy::{Strategy, StrategyStats};
@@ -61,7 +62,8 @@ fn explore(
     system: &dyn System,
     w: &Workload,
     strategy: Box<dyn Strategy>,
-    cfg: &ExploreConfig,
+    jobs: usize,
+    max_paths: Option<u64>,
 ) -> Explored {
     let sym = system.symmetry(w);
     let mut strategy = InOrder {
@@ -69,13 +71,17 @@ fn explore(
         handed: VecDeque::new(),
     };
     let (mut paths, mut terminal) = (Vec::new(), HashSet::new());
-    let out = explore_with(system, w, &mut strategy, cfg, &mut |_| {}, &mut |run| {
-        paths.push(run.event_ids());
-        if run.ending == Ending::Quiescent && run.final_enabled.is_empty() {
-            terminal.insert(sym.abstract_state(run.states.last().unwrap()).hash);
-        }
-    })
-    .unwrap_or_else(|e| panic!("exploration failed: {e}"));
+    let out = Exploration::new(system, w, &mut strategy)
+        .jobs(jobs)
+        .max_paths(max_paths)
+        .on_run(|run| {
+            paths.push(run.event_ids());
+            if run.ending == Ending::Quiescent && run.final_enabled.is_empty() {
+                terminal.insert(sym.abstract_state(run.states.last().unwrap()).hash);
+            }
+        })
+        .run()
+        .unwrap_or_else(|e| panic!("exploration failed: {e}"));
     assert!(
         strategy.handed.is_empty() || out.violation.is_some() || !out.exhausted,
         "every plan handed out was observed"
@@ -84,14 +90,6 @@ fn explore(
         out,
         paths,
         terminal,
-    }
-}
-
-fn cfg(jobs: usize, max_paths: Option<u64>) -> ExploreConfig {
-    ExploreConfig {
-        jobs,
-        max_paths,
-        ..Default::default()
     }
 }
 
@@ -210,7 +208,7 @@ fn two_jobs_explore_the_same_paths_in_the_same_order_every_time() {
             let w = load(&sys, workload);
             let again = |jobs| {
                 let s = build(&sys, &w, name, FlymcOptions::default());
-                explore(&sys, &w, s, &cfg(jobs, Some(40)))
+                explore(&sys, &w, s, jobs, Some(40))
             };
             let (a, b) = (again(2), again(2));
             assert!(!a.paths.is_empty());
@@ -241,7 +239,8 @@ fn one_job_explores_what_the_loop_explored_before_jobs() {
             sys.as_ref(),
             &w,
             build(sys.as_ref(), &w, name, FlymcOptions::default()),
-            &cfg(1, Some(60)),
+            1,
+            Some(60),
         );
         let mut s = build(sys.as_ref(), &w, name, FlymcOptions::default());
         let exec = flymc_core::executor::Executor::new(sys.as_ref(), &w);
@@ -253,11 +252,14 @@ fn one_job_explores_what_the_loop_explored_before_jobs() {
             let mut view = cache.view(want.len() as u64);
             let mut dep = s.dependence();
             let run = exec
-                .run_with(
+                .run(
                     target.as_mut(),
                     &plan,
-                    Some(&mut view),
-                    dep.as_deref_mut().map(|d| d as &mut dyn Dependence),
+                    RunOptions {
+                        cache: Some(&mut view),
+                        dep: dep.as_deref_mut().map(|d| d as &mut dyn Dependence),
+                        ..Default::default()
+                    },
                 )
                 .unwrap();
             cache.merge(want.len() as u64 + 1, view.into_entries());
@@ -275,7 +277,7 @@ fn the_path_budget_is_exact_and_a_violation_is_the_lowest_numbered_one() {
     let w = load(&sys, "cass-5");
     for jobs in [2, 3] {
         let s = build(&sys, &w, "flymc", FlymcOptions::default());
-        let capped = explore(&sys, &w, s, &cfg(jobs, Some(10)));
+        let capped = explore(&sys, &w, s, jobs, Some(10));
         assert_eq!(capped.out.paths, 10, "--jobs {jobs}");
         assert_eq!(capped.paths.len(), 10);
         assert!(!capped.out.exhausted);
@@ -283,16 +285,17 @@ fn the_path_budget_is_exact_and_a_violation_is_the_lowest_numbered_one() {
         // Every path's verdict, stepping over violations, in this N's order.
         let s = build(&sys, &w, "flymc", FlymcOptions::default());
         let mut verdicts = Vec::new();
-        let mut step_over = cfg(jobs, Some(200));
-        step_over.stop_on_property = Some("no-such-property".into());
         let mut st = InOrder {
             inner: s,
             handed: VecDeque::new(),
         };
-        explore_with(&sys, &w, &mut st, &step_over, &mut |_| {}, &mut |run| {
-            verdicts.push(run.violation.is_some())
-        })
-        .unwrap();
+        Exploration::new(&sys, &w, &mut st)
+            .jobs(jobs)
+            .max_paths(Some(200))
+            .stop_on_property(Some("no-such-property".into()))
+            .on_run(|run| verdicts.push(run.violation.is_some()))
+            .run()
+            .unwrap();
         let first = verdicts
             .iter()
             .position(|v| *v)
@@ -300,7 +303,7 @@ fn the_path_budget_is_exact_and_a_violation_is_the_lowest_numbered_one() {
             + 1;
 
         let s = build(&sys, &w, "flymc", FlymcOptions::default());
-        let stopped = explore(&sys, &w, s, &cfg(jobs, None));
+        let stopped = explore(&sys, &w, s, jobs, None);
         let (number, run) = stopped.out.violation.expect("the bug is found");
         assert_eq!(
             number, first,
@@ -324,7 +327,7 @@ fn dfs_reaches_the_same_states_with_any_number_of_jobs() {
             .into_iter()
             .map(|jobs| {
                 let s = build(&sys, &w, "dfs", FlymcOptions::default());
-                explore(&sys, &w, s, &cfg(jobs, Some(50_000)))
+                explore(&sys, &w, s, jobs, Some(50_000))
             })
             .collect();
         for (jobs, r) in reached.iter().enumerate() {
@@ -353,7 +356,7 @@ fn flymc_reaches_the_same_end_states_with_any_number_of_jobs() {
             .into_iter()
             .map(|jobs| {
                 let s = build(&sys, &w, "flymc", FlymcOptions::default());
-                explore(&sys, &w, s, &cfg(jobs, Some(50_000)))
+                explore(&sys, &w, s, jobs, Some(50_000))
             })
             .collect();
         for (jobs, r) in reached.iter().enumerate() {
@@ -416,7 +419,7 @@ fn real_raft_election_reaches_the_same_states_with_one_and_two_jobs() {
     let w = one_election();
     let run = |jobs, max| {
         let s = build(&sys, &w, "flymc", FlymcOptions::default());
-        explore(&sys, &w, s, &cfg(jobs, max))
+        explore(&sys, &w, s, jobs, max)
     };
     let (one, two) = (run(1, None), run(2, None));
     assert!(one.out.exhausted && two.out.exhausted);

@@ -5,8 +5,8 @@
 use crate::common;
 
 use common::{flymc_in, path_file};
-use flymc_core::executor::Executor;
-use flymc_core::explore::{explore, ExploreConfig};
+use flymc_core::executor::{Executor, RunOptions};
+use flymc_core::explore::Exploration;
 use flymc_core::liveness::Walks;
 use flymc_core::order::{FairParams, GOOD_SAMARITAN};
 use flymc_core::pathfile::PathFile;
@@ -167,15 +167,14 @@ impl Strategy for Once {
 fn explore_prefix(prefix: Vec<EventId>) -> flymc_core::explore::Outcome {
     let sys = GateSystem { busy: false };
     let w = gate_workload(1);
-    let cfg = ExploreConfig {
-        walks: Some(Walks {
+    Exploration::new(&sys, &w, &mut Once(Some(prefix)))
+        .walks(Some(Walks {
             walks: 3,
             depth: Some(10),
             seed: 7,
-        }),
-        ..Default::default()
-    };
-    explore(&sys, &w, &mut Once(Some(prefix)), &cfg, &mut |_| {}).unwrap()
+        }))
+        .run()
+        .unwrap()
 }
 
 #[test]
@@ -235,7 +234,7 @@ fn fair_run(busy: bool) -> Run {
     };
     let mut t = sys.target(&w).unwrap();
     Executor::new(&sys, &w)
-        .run(t.as_mut(), &plan, None)
+        .run(t.as_mut(), &plan, RunOptions::default())
         .unwrap()
 }
 

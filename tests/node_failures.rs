@@ -8,8 +8,8 @@ use crate::support;
 use std::path::Path;
 
 use flymc::demo::DemoSystem;
-use flymc_core::executor::Executor;
-use flymc_core::explore::{explore_with, ExploreConfig, KeepLogs};
+use flymc_core::executor::{Executor, RunOptions};
+use flymc_core::explore::{Exploration, KeepLogs};
 use flymc_core::pathfile::PathFile;
 use flymc_core::plan::Plan;
 use flymc_core::replay::{replay, ReplayOutcome};
@@ -36,7 +36,7 @@ fn a_node_that_exits_is_a_node_exited_finding_and_the_target_runs_on() {
     let mut t = RealTarget::new(sys.config(&w).unwrap());
     let exec = Executor::new(&sys, &w);
     let run = exec
-        .run(&mut t, &Plan::fifo(Vec::new()), None)
+        .run(&mut t, &Plan::fifo(Vec::new()), RunOptions::default())
         .expect("an exit is a finding, not an error");
     assert_eq!(run.ending, Ending::Exited { step: 0 });
     let v = run.violation.as_ref().expect("the exit is reported");
@@ -71,21 +71,18 @@ fn a_rebooted_node_that_refuses_its_disk_state_is_cannot_restart_and_exploration
     let ctx = StrategyContext::for_system(&sys, &w);
     let mut strat = strategy::build("faults", &ctx).unwrap();
     let budget = 12;
-    let cfg = ExploreConfig {
-        max_paths: Some(budget),
-        keep_going: true,
-        logs: Some(KeepLogs {
+    let mut runs: Vec<Run> = Vec::new();
+    let outcome = Exploration::new(&sys, &w, strat.as_mut())
+        .max_paths(Some(budget))
+        .keep_going(true)
+        .keep_logs(KeepLogs {
             dir: out.path().to_path_buf(),
             prefix: "demo".into(),
             all: false,
-        }),
-        ..Default::default()
-    };
-    let mut runs: Vec<Run> = Vec::new();
-    let outcome = explore_with(&sys, &w, strat.as_mut(), &cfg, &mut |_| {}, &mut |r| {
-        runs.push(r.clone())
-    })
-    .expect("node exits are findings, not errors");
+        })
+        .on_run(|r| runs.push(r.clone()))
+        .run()
+        .expect("node exits are findings, not errors");
     assert!(
         outcome.paths == budget || outcome.exhausted,
         "went on to the budget: {} paths",

@@ -10,8 +10,8 @@ use crate::common;
 use std::path::Path;
 
 use flymc::systems;
-use flymc_core::executor::Executor;
-use flymc_core::explore::{explore_with, ExploreConfig};
+use flymc_core::executor::{Executor, RunOptions};
+use flymc_core::explore::Exploration;
 use flymc_core::pathfile::PathFile;
 use flymc_core::plan::{Plan, Tail};
 use flymc_core::replay::{replay, ReplayOutcome};
@@ -69,16 +69,13 @@ fn explore(
         pct_depth: 3,
     };
     let mut strat = strategy::build(name, &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(paths),
-        check_determinism,
-        ..Default::default()
-    };
     let mut runs = Vec::new();
-    let out = explore_with(system, w, strat.as_mut(), &cfg, &mut |_| {}, &mut |r| {
-        runs.push(r.clone())
-    })
-    .unwrap_or_else(|e| panic!("exploration failed: {e}"));
+    let out = Exploration::new(system, w, strat.as_mut())
+        .max_paths(Some(paths))
+        .check_determinism(check_determinism)
+        .on_run(|r| runs.push(r.clone()))
+        .run()
+        .unwrap_or_else(|e| panic!("exploration failed: {e}"));
     (runs, out.exhausted, out.violation.is_some())
 }
 
@@ -263,7 +260,9 @@ fn scripted(system: &dyn System, w: &Workload, script: &[&str]) -> Run {
             sleep: Vec::new(),
             sleep_at: 0,
         };
-        let run = ex.run(target.as_mut(), &plan, None).unwrap();
+        let run = ex
+            .run(target.as_mut(), &plan, RunOptions::default())
+            .unwrap();
         assert_eq!(run.steps.len(), step, "the prefix ran whole");
         assert!(
             run.violation.is_none(),
@@ -292,7 +291,8 @@ fn scripted(system: &dyn System, w: &Workload, script: &[&str]) -> Run {
         sleep: Vec::new(),
         sleep_at: 0,
     };
-    ex.run(target.as_mut(), &plan, None).unwrap()
+    ex.run(target.as_mut(), &plan, RunOptions::default())
+        .unwrap()
 }
 
 #[test]
@@ -565,11 +565,9 @@ fn flymc_moves_a_crash_of_n0_back_before_the_appends_it_sent() {
         described: Default::default(),
         crash_at: Vec::new(),
     };
-    let cfg = ExploreConfig {
-        max_paths: Some(30),
-        ..Default::default()
-    };
-    explore_with(&sys, &w, &mut strat, &cfg, &mut |_| {}, &mut |_| {})
+    Exploration::new(&sys, &w, &mut strat)
+        .max_paths(Some(30))
+        .run()
         .unwrap_or_else(|e| panic!("exploration failed: {e}"));
     // First at the end of the path (after both appends and both replies), then straight
     // before the first append's delivery.

@@ -10,7 +10,7 @@ use crate::common;
 use std::collections::HashMap;
 
 use flymc::systems;
-use flymc_core::explore::{explore_with, ExploreConfig, Outcome};
+use flymc_core::explore::{Exploration, Outcome};
 use flymc_core::workloads;
 use flymc_model::{
     Event, EventId, GlobalState, NodeId, Property, Symmetry, System, Target, TargetError, Workload,
@@ -180,22 +180,21 @@ fn try_explore(
         pct_depth: 3,
     };
     let mut s = strategy::build(strat, &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(80),
-        snapshots,
-        // A restore of a simulated cluster saves next to nothing: restore whatever it costs.
-        snapshots_always: true,
-        ..Default::default()
-    };
     let mut seen = Vec::new();
-    let out = explore_with(system, &w, s.as_mut(), &cfg, &mut |_| {}, &mut |r| {
-        seen.push((
-            r.event_ids(),
-            r.hashes.clone(),
-            format!("{:?}", r.ending),
-            r.violation.as_ref().map(|v| v.property.clone()),
-        ))
-    });
+    let out = Exploration::new(system, &w, s.as_mut())
+        .max_paths(Some(80))
+        .snapshots(snapshots)
+        // A restore of a simulated cluster saves next to nothing: restore whatever it costs.
+        .snapshots_always(true)
+        .on_run(|r| {
+            seen.push((
+                r.event_ids(),
+                r.hashes.clone(),
+                format!("{:?}", r.ending),
+                r.violation.as_ref().map(|v| v.property.clone()),
+            ))
+        })
+        .run();
     (seen, out)
 }
 

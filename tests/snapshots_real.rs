@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use flymc::demo::DemoSystem;
-use flymc_core::executor::Executor;
+use flymc_core::executor::{Executor, RunOptions};
 use flymc_core::plan::Plan;
 use flymc_core::run::{Ending, HANG_PROPERTY};
 use flymc_core::snapshots::Snapshots;
@@ -24,7 +24,7 @@ use flymc_real::cluster::{live_processes, local::LocalBackend};
 use flymc_real::RealTarget;
 
 use flymc::systems;
-use flymc_core::explore::{explore_with, ExploreConfig, Outcome};
+use flymc_core::explore::{Exploration, Outcome};
 use flymc_core::workloads;
 use flymc_model::{EventId, System, Workload};
 use flymc_raft::{Flavor, RaftSystem};
@@ -84,19 +84,16 @@ fn explore(
         pct_depth: 3,
     };
     let mut s = strategy::build(strategy, &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(max_paths),
-        snapshots: system.has(flymc_model::Feature::Snapshots),
-        // Restored however little it saves: the point is that restored paths are the same.
-        snapshots_always: true,
-        ..Default::default()
-    };
     let mut paths = Vec::new();
     let out = in_own_tmpdir(|| {
-        explore_with(system, w, s.as_mut(), &cfg, &mut |_| {}, &mut |run| {
-            paths.push(run.event_ids())
-        })
-        .unwrap_or_else(|e| panic!("{}: exploration failed: {e}", system.name()))
+        Exploration::new(system, w, s.as_mut())
+            .max_paths(Some(max_paths))
+            .snapshots(system.has(flymc_model::Feature::Snapshots))
+            // Restored however little it saves: the point is that restored paths are the same.
+            .snapshots_always(true)
+            .on_run(|run| paths.push(run.event_ids()))
+            .run()
+            .unwrap_or_else(|e| panic!("{}: exploration failed: {e}", system.name()))
     });
     (paths, out)
 }
@@ -183,13 +180,13 @@ fn a_hang_after_a_restore_is_a_finding_and_leaves_nothing() {
         let exec = Executor::new(&sys, &w);
         for path in 1..=2 {
             let run = exec
-                .run_snapshots(
+                .run(
                     &mut t,
                     &Plan::fifo(Vec::new()),
-                    None,
-                    None,
-                    Some(&mut snaps),
-                    None,
+                    RunOptions {
+                        snapshots: Some(&mut snaps),
+                        ..Default::default()
+                    },
                 )
                 .expect("a hang is a finding");
             assert_eq!(run.ending, Ending::Hang { step: 1 }, "path {path}");
@@ -280,13 +277,13 @@ fn a_snapshot_of_nodes_whose_files_were_replaced_is_not_restored() {
         let exec = Executor::new(&sys, &w);
         let mut run = |snaps: &mut Snapshots| {
             let r = exec
-                .run_snapshots(
+                .run(
                     t.as_mut(),
                     &Plan::fifo(Vec::new()),
-                    None,
-                    None,
-                    Some(snaps),
-                    None,
+                    RunOptions {
+                        snapshots: Some(snaps),
+                        ..Default::default()
+                    },
                 )
                 .expect("the path runs");
             assert!(r.violation.is_none(), "{:?}", r.violation);

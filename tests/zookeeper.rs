@@ -619,7 +619,7 @@ fn fifo_with_faults(
     w: &flymc_model::Workload,
     schedule: &[(Option<&str>, &[Fault])],
 ) -> flymc_core::run::Run {
-    use flymc_core::executor::Executor;
+    use flymc_core::executor::{Executor, RunOptions};
     use flymc_core::plan::{Plan, Tail};
     use flymc_core::run::Ending;
     use flymc_model::{EventId, System};
@@ -636,7 +636,7 @@ fn fifo_with_faults(
                 sleep_at: 0,
             };
             let r = ex
-                .run(target.as_mut(), &plan, None)
+                .run(target.as_mut(), &plan, RunOptions::default())
                 .expect("the run completes");
             if !matches!(r.ending, Ending::Diverged { .. }) {
                 return r;
@@ -767,7 +767,7 @@ fn the_default_strategy_explores_the_same_paths_on_every_run() {
 /// registers `threads`), so either order is a path; both paths replay.
 #[test]
 fn two_threads_of_one_node_at_interception_points_race_both_ways_and_both_replay() {
-    use flymc_core::executor::Executor;
+    use flymc_core::executor::{Executor, RunOptions};
     use flymc_core::pathfile::PathFile;
     use flymc_core::plan::Plan;
     use flymc_core::replay::{replay, ReplayOutcome};
@@ -780,7 +780,7 @@ fn two_threads_of_one_node_at_interception_points_race_both_ways_and_both_replay
     let ex = Executor::new(&sys, &w);
     let run = |prefix: Vec<EventId>| {
         let mut target = sys.target(&w).expect("a ZooKeeper ensemble starts");
-        ex.run(target.as_mut(), &Plan::fifo(prefix), None)
+        ex.run(target.as_mut(), &Plan::fifo(prefix), RunOptions::default())
             .expect("the run completes")
     };
     let first = run(Vec::new());

@@ -36,7 +36,23 @@ pub enum ExecError {
     Target { step: usize, source: TargetError },
 }
 
-/// Where [`Executor::run_snapshots`] keeps a run's node logs.
+/// What a run may use besides its plan, all off by default: the explore loop lends its cache,
+/// the strategy's dependence, the job's snapshots and a folder for logs; a replay lends none.
+#[derive(Default)]
+pub struct RunOptions<'o, 'c> {
+    /// Take states from, and record them in, this view of the state-event cache.
+    pub cache: Option<&'o mut CacheView<'c>>,
+    /// Honour the plan's sleep set with this judgement of which events race.
+    pub dep: Option<&'o mut dyn Dependence>,
+    /// Start from the deepest snapshot of the plan's prefix these and the target keep, and
+    /// take new ones where [`Snapshots::wanted`] says.
+    pub snapshots: Option<&'o mut Snapshots>,
+    /// Keep the nodes' logs in this folder before the cluster stops, if the run violated a
+    /// property or `logs` says all.
+    pub logs: Option<Logs>,
+}
+
+/// Where [`Executor::run`] keeps a run's node logs ([`RunOptions::logs`]).
 #[derive(Clone, Debug)]
 pub struct Logs {
     pub dir: std::path::PathBuf,
@@ -67,40 +83,20 @@ impl<'a> Executor<'a> {
         self
     }
 
-    /// Execute `plan` on `target` (started here, stopped here whatever happens).
+    /// Execute `plan` on `target` (started here, stopped here whatever happens), with what
+    /// `opts` lends the run ([`RunOptions`]; `RunOptions::default()` for a plain run).
     pub fn run(
         &self,
         target: &mut dyn Target,
         plan: &Plan,
-        cache: Option<&mut CacheView>,
+        opts: RunOptions,
     ) -> Result<Run, ExecError> {
-        self.run_with(target, plan, cache, None)
-    }
-
-    /// [`Executor::run`], honouring the plan's sleep set with `dep`'s judgement.
-    pub fn run_with(
-        &self,
-        target: &mut dyn Target,
-        plan: &Plan,
-        cache: Option<&mut CacheView>,
-        dep: Option<&mut dyn Dependence>,
-    ) -> Result<Run, ExecError> {
-        self.run_snapshots(target, plan, cache, dep, None, None)
-    }
-
-    /// [`Executor::run_with`], starting from the deepest snapshot of the plan's prefix that
-    /// `snaps` and the target keep, and taking new ones where [`Snapshots::wanted`] says; with
-    /// `logs`, the nodes' logs go to that folder before the cluster stops, if the run violated
-    /// a property or `logs` says all.
-    pub fn run_snapshots(
-        &self,
-        target: &mut dyn Target,
-        plan: &Plan,
-        cache: Option<&mut CacheView>,
-        dep: Option<&mut dyn Dependence>,
-        snaps: Option<&mut Snapshots>,
-        logs: Option<Logs>,
-    ) -> Result<Run, ExecError> {
+        let RunOptions {
+            cache,
+            dep,
+            snapshots: snaps,
+            logs,
+        } = opts;
         let began = Instant::now();
         let result = self
             .run_inner(target, plan, cache, dep, snaps)
@@ -831,7 +827,7 @@ mod tests {
                 finalize_pending: true,
             };
             Executor::new(&PollingSystem, &w)
-                .run(&mut t, &Plan::fifo(Vec::new()), None)
+                .run(&mut t, &Plan::fifo(Vec::new()), RunOptions::default())
                 .unwrap()
         };
         // The default order fires the first timer listed, n0's poll, every time. At the limit

@@ -19,7 +19,7 @@
 use flymc_model::{exceptions, EventId, GlobalState, Property, PropertyKind, Target};
 use serde::{Deserialize, Serialize};
 
-use crate::executor::{ExecError, Executor};
+use crate::executor::{ExecError, Executor, RunOptions};
 use crate::order::GOOD_SAMARITAN;
 use crate::plan::{Plan, Tail};
 use crate::run::{Ending, Run, HANG_PROPERTY};
@@ -200,7 +200,7 @@ impl Search<'_, '_> {
                 sleep_at: 0,
             };
             self.spent += 1;
-            let walk = self.exec.run(self.target, &plan, None)?;
+            let walk = self.exec.run(self.target, &plan, RunOptions::default())?;
             if walk.states.len() > k && self.holds_in(&walk.states[k..]) {
                 return Ok(true);
             }

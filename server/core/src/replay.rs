@@ -9,7 +9,7 @@ use std::path::Path;
 
 use flymc_model::{GlobalState, System, Violation, Workload};
 
-use crate::executor::{ExecError, Executor};
+use crate::executor::{ExecError, Executor, RunOptions};
 use crate::pathfile::{PathFile, WorkloadRef};
 use crate::plan::Plan;
 use crate::run::Ending;
@@ -129,7 +129,7 @@ pub fn replay(
         .target(workload)
         .map_err(|e| ReplayError::Setup(system.name().into(), e.to_string()))?;
     let plan = Plan::replay(path.event_ids());
-    let run = Executor::new(system, workload).run(target.as_mut(), &plan, None)?;
+    let run = Executor::new(system, workload).run(target.as_mut(), &plan, RunOptions::default())?;
     for (i, (rec, seen)) in path.states.iter().zip(&run.states).enumerate() {
         if rec.state != *seen {
             let step = i.saturating_sub(1);

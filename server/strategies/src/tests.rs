@@ -1,7 +1,7 @@
 //! Hand-counted path numbers on the tiny system.
 
 use super::*;
-use flymc_core::explore::{explore, ExploreConfig};
+use flymc_core::explore::Exploration;
 use flymc_core::run::Run;
 use flymc_core::testkit::{workload, TinySystem};
 
@@ -25,12 +25,11 @@ fn count(strategy: &str, w: &flymc_model::Workload) -> (u64, bool, Option<String
         pct_depth: 3,
     };
     let mut s = build(strategy, &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(1000),
-        check_determinism: true,
-        ..Default::default()
-    };
-    let out = explore(&TinySystem, w, s.as_mut(), &cfg, &mut |_| {}).unwrap();
+    let out = Exploration::new(&TinySystem, w, s.as_mut())
+        .max_paths(Some(1000))
+        .check_determinism(true)
+        .run()
+        .unwrap();
     let v = out.violation.map(|(_, r)| r.violation.unwrap().property);
     (out.paths, out.exhausted, v)
 }
@@ -96,14 +95,7 @@ fn bounded_dpor_does_not_reorder_beyond_its_bound() {
         pct_depth: 3,
     };
     let mut s = build("bdpor", &ctx).unwrap();
-    let out = explore(
-        &TinySystem,
-        &w,
-        s.as_mut(),
-        &ExploreConfig::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let out = Exploration::new(&TinySystem, &w, s.as_mut()).run().unwrap();
     assert_eq!((out.paths, out.exhausted), (1, true));
 }
 
@@ -177,12 +169,11 @@ fn with_sets(
         pct_depth: 3,
     };
     let mut s = build(strategy, &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(1000),
-        check_determinism: true,
-        ..Default::default()
-    };
-    explore(&TinySystem, w, s.as_mut(), &cfg, &mut |_| {}).unwrap()
+    Exploration::new(&TinySystem, w, s.as_mut())
+        .max_paths(Some(1000))
+        .check_determinism(true)
+        .run()
+        .unwrap()
 }
 
 #[test]
@@ -271,21 +262,13 @@ fn faults_runs(w: &flymc_model::Workload) -> (flymc_core::explore::Outcome, Vec<
         pct_depth: 3,
     };
     let mut s = build("faults", &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(1000),
-        check_determinism: true,
-        ..Default::default()
-    };
     let mut runs = Vec::new();
-    let out = flymc_core::explore::explore_with(
-        &TinySystem,
-        w,
-        s.as_mut(),
-        &cfg,
-        &mut |_| {},
-        &mut |r| runs.push(r.events().map(|e| e.describe()).collect()),
-    )
-    .unwrap();
+    let out = Exploration::new(&TinySystem, w, s.as_mut())
+        .max_paths(Some(1000))
+        .check_determinism(true)
+        .on_run(|r| runs.push(r.events().map(|e| e.describe()).collect()))
+        .run()
+        .unwrap();
     (out, runs)
 }
 
@@ -343,7 +326,7 @@ fn faults_keeps_the_default_order_of_everything_but_faults() {
 
 #[test]
 fn a_run_that_ended_in_a_hang_is_learnt_from_up_to_the_step_that_hung() {
-    use flymc_core::executor::Executor;
+    use flymc_core::executor::{Executor, RunOptions};
     use flymc_core::plan::Plan;
     use flymc_core::run::Ending;
     use flymc_model::System;
@@ -351,7 +334,11 @@ fn a_run_that_ended_in_a_hang_is_learnt_from_up_to_the_step_that_hung() {
     let w = workload(2, "[[0, -1], [1, -1], [1, -1]]", "");
     let mut target = TinySystem.target(&w).unwrap();
     let mut run = Executor::new(&TinySystem, &w)
-        .run(target.as_mut(), &Plan::fifo(Vec::new()), None)
+        .run(
+            target.as_mut(),
+            &Plan::fifo(Vec::new()),
+            RunOptions::default(),
+        )
         .unwrap();
     run.steps.truncate(2);
     run.states.truncate(2);
@@ -501,7 +488,7 @@ fn every_strategy_takes_runs_that_ended_in_a_hang_or_a_node_exit() {
                 .run(
                     target.as_mut(),
                     &flymc_core::plan::Plan::fifo(Vec::new()),
-                    None,
+                    flymc_core::executor::RunOptions::default(),
                 )
                 .unwrap();
             assert_eq!(run.steps.len(), at - 1, "exited {exited}, at {at}");
@@ -541,21 +528,13 @@ fn every_strategy_takes_runs_that_ended_in_a_hang_or_a_node_exit() {
                     // ... and in an exploration that goes on past every such finding: each
                     // path hangs at the same depth, on whatever prefix the strategy asked for.
                     let mut s = build(name, &ctx).unwrap();
-                    let cfg = ExploreConfig {
-                        max_paths: Some(60),
-                        keep_going: true,
-                        ..Default::default()
-                    };
                     let mut findings = 0;
-                    let out = flymc_core::explore::explore_with(
-                        &system,
-                        &w,
-                        s.as_mut(),
-                        &cfg,
-                        &mut |_| {},
-                        &mut |r| findings += u64::from(r.violation.is_some()),
-                    )
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let out = Exploration::new(&system, &w, s.as_mut())
+                        .max_paths(Some(60))
+                        .keep_going(true)
+                        .on_run(|r| findings += u64::from(r.violation.is_some()))
+                        .run()
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
                     assert!(out.violation.is_some(), "{what}: the hang is a finding");
                     assert_eq!(findings, out.other_violations + 1, "{what}");
                 }
@@ -582,21 +561,13 @@ fn runs_of(
 ) -> (Vec<Run>, StrategyStats) {
     let ctx = tiny_ctx(w, seed);
     let mut s = build(strategy, &ctx).unwrap();
-    let cfg = ExploreConfig {
-        max_paths: Some(paths),
-        check_determinism: true,
-        ..Default::default()
-    };
     let mut runs = Vec::new();
-    let out = flymc_core::explore::explore_with(
-        &TinySystem,
-        w,
-        s.as_mut(),
-        &cfg,
-        &mut |_| {},
-        &mut |r| runs.push(r.clone()),
-    )
-    .unwrap();
+    let out = Exploration::new(&TinySystem, w, s.as_mut())
+        .max_paths(Some(paths))
+        .check_determinism(true)
+        .on_run(|r| runs.push(r.clone()))
+        .run()
+        .unwrap();
     (runs, out.stats)
 }
 
@@ -758,14 +729,7 @@ fn dfs_states(w: &flymc_model::Workload, shard: Option<(u32, u32)>) -> (u64, boo
     if let Some((k, n)) = shard {
         s = Box::new(shard::Sharded::new(s, k, n));
     }
-    let out = explore(
-        &TinySystem,
-        w,
-        s.as_mut(),
-        &ExploreConfig::default(),
-        &mut |_| {},
-    )
-    .unwrap();
+    let out = Exploration::new(&TinySystem, w, s.as_mut()).run().unwrap();
     let mut states: Vec<u64> = out.unique_states.into_iter().collect();
     states.sort_unstable();
     (out.paths, out.exhausted, states)
@@ -807,11 +771,10 @@ fn a_deadline_stops_handing_out_paths_without_claiming_exhaustion() {
     let w = workload(2, "[[0, -1], [1, -1], [1, -1]]", "");
     let ctx = StrategyContext::for_system(&TinySystem, &w);
     let mut s = build("dfs", &ctx).unwrap();
-    let cfg = ExploreConfig {
-        deadline: Some(std::time::Instant::now()),
-        ..Default::default()
-    };
-    let out = explore(&TinySystem, &w, s.as_mut(), &cfg, &mut |_| {}).unwrap();
+    let out = Exploration::new(&TinySystem, &w, s.as_mut())
+        .deadline(Some(std::time::Instant::now()))
+        .run()
+        .unwrap();
     assert_eq!((out.paths, out.exhausted), (0, false));
 }
 

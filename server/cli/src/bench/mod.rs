@@ -15,7 +15,7 @@ use flymc_model::{System, Workload};
 use serde::Serialize;
 
 use crate::systems;
-use flymc_core::explore::{explore, ExploreConfig, Outcome};
+use flymc_core::explore::Exploration;
 use flymc_core::workloads;
 use flymc_strategies::{FlymcOptions, StrategyContext, StrategyKind};
 
@@ -185,36 +185,20 @@ fn run_job(job: &Job, cfg: &BenchConfig) -> Result<Cell> {
         cfg.sets.get(&job.system).map(PathBuf::as_path),
     )?;
     let ctx = StrategyContext {
-        workload: &job.workload,
-        symmetry: system.symmetry(&job.workload),
         seed: job.seed,
         bound: cfg.bound,
-        stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
-        summary_states: system.has(flymc_model::Feature::SummaryStates),
         sets,
         flymc: job.flymc,
-        fault_vars: system.about().fault_vars.clone(),
-        disk_state: true,
-        pct_depth: 3,
+        ..StrategyContext::for_system(system.as_ref(), &job.workload)
     };
     let mut strat = job.strategy.build(&ctx)?;
-    let ecfg = ExploreConfig {
-        max_paths: Some(cfg.cap),
-        check_determinism: false,
-        cache: job.cache,
-        stop_on_property: job.expect.clone(),
-        // Explorations run side by side (`BenchConfig::jobs`), each one path at a time.
-        jobs: 1,
-        interrupted: Some(flymc_real::cluster::interrupted),
-        ..Default::default()
-    };
-    let out: Outcome = explore(
-        system.as_ref(),
-        &job.workload,
-        strat.as_mut(),
-        &ecfg,
-        &mut |_| {},
-    )?;
+    // Explorations run side by side (`BenchConfig::jobs`), each one path at a time.
+    let out = Exploration::new(system.as_ref(), &job.workload, strat.as_mut())
+        .max_paths(Some(cfg.cap))
+        .cache(job.cache)
+        .stop_on_property(job.expect.clone())
+        .interrupted(flymc_real::cluster::interrupted)
+        .run()?;
     let pruned = |name: &str| {
         out.stats
             .pruned
@@ -270,6 +254,23 @@ fn check_names(what: &str, flag: &str, asked: &[String], known: &[String]) -> Re
 /// Run the whole benchmark.
 pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Result<Report> {
     let start = Instant::now();
+    let jobs = plan(cfg, folder)?;
+    let results = run_jobs(&jobs, cfg, log)?;
+    let [bugs, exhaustion, ablations] = entries(&jobs, results);
+    Ok(Report {
+        version: 1,
+        cap: cfg.cap,
+        seeds: cfg.seeds,
+        bugs,
+        exhaustion,
+        ablations,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Every exploration the benchmark runs, in the report's order: the bug workloads with every
+/// compared strategy (randomized ones once per seed), exhaustion, and flymc's ablations.
+fn plan(cfg: &BenchConfig, folder: &Path) -> Result<Vec<Job>> {
     let mut jobs: Vec<Job> = Vec::new();
     let sims: Vec<Box<dyn System>> = systems::all()
         .into_iter()
@@ -355,7 +356,11 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
             });
         }
     }
+    Ok(jobs)
+}
 
+/// Run `jobs`, `cfg.jobs` at a time, logging each as it ends; the cells in `jobs`' order.
+fn run_jobs(jobs: &[Job], cfg: &BenchConfig, log: &(dyn Fn(&str) + Sync)) -> Result<Vec<Cell>> {
     let total = jobs.len();
     let results: Mutex<Vec<Option<Cell>>> = Mutex::new(vec![None; total]);
     let next = Mutex::new(0usize);
@@ -407,14 +412,16 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
     if let Some(e) = failure.into_inner().expect("lock") {
         return Err(e);
     }
-    let results: Vec<Cell> = results
+    Ok(results
         .into_inner()
         .expect("lock")
         .into_iter()
         .map(|c| c.expect("every job ran"))
-        .collect();
+        .collect())
+}
 
-    // Group cells of the same (section, workload, label) into entries.
+/// The cells of the same (section, workload, label) grouped into entries, with their means.
+fn entries(jobs: &[Job], results: Vec<Cell>) -> [Vec<Entry>; 3] {
     let mut sections: [Vec<Entry>; 3] = [Vec::new(), Vec::new(), Vec::new()];
     for (job, cell) in jobs.iter().zip(results) {
         let list = &mut sections[job.section];
@@ -459,16 +466,7 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
             e.seconds = e.cells.iter().map(|c| c.seconds).sum::<f64>() / n;
         }
     }
-    let [bugs, exhaustion, ablations] = sections;
-    Ok(Report {
-        version: 1,
-        cap: cfg.cap,
-        seeds: cfg.seeds,
-        bugs,
-        exhaustion,
-        ablations,
-        seconds: start.elapsed().as_secs_f64(),
-    })
+    sections
 }
 
 /// Write `bench.json`, `bugs.svg` and `exhaustion.svg` into `cfg.out`; returns their paths.

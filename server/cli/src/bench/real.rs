@@ -11,13 +11,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use flymc_core::explore::{explore_with, ExploreConfig, Outcome};
+use flymc_core::explore::{Exploration, Outcome};
 use flymc_core::snapshots::SnapshotStats;
 use flymc_core::workloads;
 use flymc_core::CrashPoints;
 use flymc_model::EventId;
 use flymc_real::RealOptions;
-use flymc_strategies::{FlymcOptions, StrategyContext, StrategyKind};
+use flymc_strategies::{StrategyContext, StrategyKind};
 use serde::Serialize;
 
 use crate::summary::paths_per_sec;
@@ -177,36 +177,19 @@ fn explore_variant(
     let system = systems::find_with(system_name, &options)?;
     let w = workloads::load(folder, system.name(), workload)?;
     let ctx = StrategyContext {
-        workload: &w,
-        symmetry: system.symmetry(&w),
-        seed: 0,
-        bound: 25,
-        stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
-        summary_states: system.has(flymc_model::Feature::SummaryStates),
         sets: systems::load_sets(system.as_ref(), &w, None)?,
-        flymc: FlymcOptions::default(),
-        fault_vars: system.about().fault_vars.clone(),
-        disk_state: true,
-        pct_depth: 3,
+        ..StrategyContext::for_system(system.as_ref(), &w)
     };
     let mut strat = STRATEGY.build(&ctx)?;
-    let cfg = ExploreConfig {
-        max_paths: Some(paths),
-        jobs: v.jobs,
-        snapshots: system.has(flymc_model::Feature::Snapshots),
-        snapshots_always: v.always,
-        interrupted: Some(flymc_real::cluster::interrupted),
-        crash_points: CrashPoints::for_system(system.as_ref()),
-        ..Default::default()
-    };
     let mut ids = Vec::new();
-    let out = explore_with(
-        system.as_ref(),
-        &w,
-        strat.as_mut(),
-        &cfg,
-        &mut |_| {},
-        &mut |run| {
+    let out = Exploration::new(system.as_ref(), &w, strat.as_mut())
+        .max_paths(Some(paths))
+        .jobs(v.jobs)
+        .snapshots(system.has(flymc_model::Feature::Snapshots))
+        .snapshots_always(v.always)
+        .interrupted(flymc_real::cluster::interrupted)
+        .crash_points(CrashPoints::for_system(system.as_ref()))
+        .on_run(|run| {
             let after = run.hashes.iter().skip(1);
             ids.push(
                 run.events()
@@ -214,9 +197,9 @@ fn explore_variant(
                     .map(|(e, &h)| (e.id, e.describe(), h))
                     .collect(),
             )
-        },
-    )
-    .with_context(|| format!("{system_name}/{workload} ({})", v.name))?;
+        })
+        .run()
+        .with_context(|| format!("{system_name}/{workload} ({})", v.name))?;
     Ok((out, ids))
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::builder::RangedU64ValueParser;
-use flymc_core::explore::{explore_partial, ExploreConfig, KeepLogs, Outcome};
+use flymc_core::explore::{Exploration, ExploreConfig, KeepLogs, Outcome};
 use flymc_core::pathfile::PathFile;
 use flymc_core::run::Run;
 use flymc_core::strategy::Strategy;
@@ -268,51 +268,42 @@ fn explore(args: &RunArgs, system: &dyn System, workload: &Workload) -> Result<E
         pct_depth: args.depth,
     };
     let mut strat = args.strategy().build(&ctx)?;
-    let cfg = ExploreConfig {
-        max_paths: args.max_paths,
-        check_determinism: args.check_determinism,
-        cache: !args.ablation.no_cache,
-        jobs: args.jobs.into(),
-        snapshots: system.has(flymc_model::Feature::Snapshots),
-        keep_going: args.keep_going,
-        interrupted: Some(flymc_real::cluster::interrupted),
-        logs: Some(KeepLogs {
+    let exploration = Exploration::new(system, workload, strat.as_mut())
+        .max_paths(args.max_paths)
+        .check_determinism(args.check_determinism)
+        .cache(!args.ablation.no_cache)
+        .jobs(args.jobs.into())
+        .snapshots(system.has(flymc_model::Feature::Snapshots))
+        .keep_going(args.keep_going)
+        .interrupted(flymc_real::cluster::interrupted)
+        .keep_logs(KeepLogs {
             dir: args.out.clone(),
             prefix: format!("{}-{}-{}", system.name(), workload.name, args.strategy()),
             all: args.keep_logs,
-        }),
-        walks: (args.walks > 0).then_some(flymc_core::liveness::Walks {
+        })
+        .walks((args.walks > 0).then_some(flymc_core::liveness::Walks {
             walks: args.walks,
             depth: args.walk_depth,
             seed: args.seed,
-        }),
-        crash_points: match args.crash_points {
+        }))
+        .crash_points(match args.crash_points {
             Some(CrashPointsArg::AfterWrites) => CrashPoints::AfterWrites,
             Some(CrashPointsArg::Everywhere) => CrashPoints::Everywhere,
             None => CrashPoints::for_system(system),
-        },
-        ..Default::default()
-    };
-    header(args, system, workload, &cfg);
+        });
+    header(args, system, workload, exploration.config());
+    let snapshots = exploration.config().snapshots;
     let mut reporter = Reporter::new(&format!("{}/{}", system.name(), workload.name));
     let mut saved: Result<()> = Ok(());
     let mut number = 0u64;
-    let mut last: Option<flymc_core::explore::Progress> = None;
     // With --keep-going: every distinct finding, its first path. Distinct as a hunt tells them
     // apart (hunt::signature: the property and the message's words, numbers left out), so one
     // root cause reached at other indices or terms is one finding.
     let mut findings: Vec<(u64, Run)> = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
-    let (outcome, failure) = explore_partial(
-        system,
-        workload,
-        strat.as_mut(),
-        &cfg,
-        &mut |p| {
-            reporter.update(p);
-            last = Some(p.clone());
-        },
-        &mut |run| {
+    let (outcome, failure) = exploration
+        .on_progress(|p| reporter.update(p))
+        .on_run(|run| {
             number += 1;
             if run.violation.is_some() && args.keep_going {
                 let path =
@@ -338,8 +329,8 @@ fn explore(args: &RunArgs, system: &dyn System, workload: &Workload) -> Result<E
                         .save(&file)
                         .map_err(Into::into);
             }
-        },
-    );
+        })
+        .run_partial();
     reporter.finish();
     Ok(Explored {
         outcome,
@@ -347,7 +338,7 @@ fn explore(args: &RunArgs, system: &dyn System, workload: &Workload) -> Result<E
         findings,
         saved,
         strat,
-        snapshots: cfg.snapshots,
+        snapshots,
     })
 }
 

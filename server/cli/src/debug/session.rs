@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
-use flymc_core::executor::Executor;
+use flymc_core::executor::{Executor, RunOptions};
 use flymc_core::pathfile::PathFile;
 use flymc_core::plan::{Plan, Tail};
 use flymc_core::run::{Enabled, Ending, Run};
@@ -91,7 +91,7 @@ impl Session {
             sleep_at: 0,
         };
         Executor::new(self.system.as_ref(), &self.workload)
-            .run(target.as_mut(), &plan, None)
+            .run(target.as_mut(), &plan, RunOptions::default())
             .map_err(|e| anyhow!("re-executing on {} failed: {e}", self.system.name()))
     }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use flymc_core::explore::{explore_partial, ExploreConfig, KeepLogs};
+use flymc_core::explore::{Exploration, KeepLogs};
 use flymc_core::pathfile::PathFile;
 use flymc_model::{System, Workload};
 use flymc_strategies::{shard::Sharded, Novelty, StrategyContext, StrategyKind};
@@ -93,21 +93,6 @@ impl Explored {
             unit.strategy,
             unit.seed
         );
-        let logs = out.join("logs");
-        let cfg = ExploreConfig {
-            max_paths: unit.max_paths,
-            keep_going: true,
-            snapshots: unit.system.has(flymc_model::Feature::Snapshots),
-            deadline: unit.deadline,
-            interrupted: Some(flymc_real::cluster::interrupted),
-            crash_points: flymc_core::CrashPoints::for_system(unit.system),
-            logs: Some(KeepLogs {
-                dir: logs.clone(),
-                prefix,
-                all: false,
-            }),
-            ..Default::default()
-        };
         let findings = out.join("findings");
         self.novelty.get_or_insert_with(|| {
             Novelty::new(
@@ -128,13 +113,19 @@ impl Explored {
             ..
         } = &mut *self;
         let novelty = novelty.as_mut().expect("made above");
-        let (outcome, failure) = explore_partial(
-            unit.system,
-            unit.workload,
-            strat.as_mut(),
-            &cfg,
-            &mut |_| {},
-            &mut |run| {
+        let (outcome, failure) = Exploration::new(unit.system, unit.workload, strat.as_mut())
+            .max_paths(unit.max_paths)
+            .keep_going(true)
+            .snapshots(unit.system.has(flymc_model::Feature::Snapshots))
+            .deadline(unit.deadline)
+            .interrupted(flymc_real::cluster::interrupted)
+            .crash_points(flymc_core::CrashPoints::for_system(unit.system))
+            .keep_logs(KeepLogs {
+                dir: out.join("logs"),
+                prefix,
+                all: false,
+            })
+            .on_run(|run| {
                 number += 1;
                 states.extend(run.hashes.iter().copied());
                 novelty.learn(run);
@@ -168,8 +159,8 @@ impl Explored {
                         }
                     }
                 }
-            },
-        );
+            })
+            .run_partial();
         saved?;
         self.report.seeds.push(unit.seed);
         self.report.paths += outcome.paths;

@@ -23,50 +23,97 @@ pub fn run(
     let mut roots = Vec::new();
     let mut states: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     for dir in shards {
-        let file = dir.join("hunt.json");
-        let text = flymc_model::bounded::read_text(&file, flymc_model::bounded::MAX_REPORT_BYTES)
-            .with_context(|| {
+        let (r, shard_states, root) = read_shard(dir)?;
+        for (k, v) in shard_states {
+            states.entry(k).or_default().extend(v);
+        }
+        roots.push(root);
+        reports.push(r);
+    }
+    check_split(&reports)?;
+    std::fs::create_dir_all(out.join("findings"))
+        .with_context(|| format!("cannot create {}", out.display()))?;
+    let findings = merge_findings(&roots, &reports, out)?;
+    let workloads = merge_workloads(&reports, &states);
+    let started = reports
+        .iter()
+        .map(|r| r.started.clone())
+        .min()
+        .unwrap_or_else(super::now);
+    let report = HuntReport {
+        format: super::report::FORMAT.into(),
+        version: super::report::VERSION,
+        flymc_version: env!("CARGO_PKG_VERSION").into(),
+        started,
+        seconds: reports.iter().map(|r| r.seconds).fold(0.0, f64::max),
+        shard: None,
+        budget: reports
+            .first()
+            .map(|r| r.budget.clone())
+            .unwrap_or_default(),
+        fail_on: fail_on.into(),
+        workloads,
+        findings,
+    };
+    super::write_reports(&report, &states, out)?;
+    if let Some(dir) = corpus {
+        let mut c = Corpus::load(dir)?;
+        classify::fold(&mut c, &report.findings, &super::now())?;
+    }
+    println!(
+        "merged {} shard folders: {} workloads, {} findings",
+        reports.len(),
+        report.workloads.len(),
+        report.findings.len()
+    );
+    super::summarize(&report, out, false);
+    Ok(super::exit_code(&report))
+}
+
+/// A shard folder's report, its states and the folder resolved, checked.
+fn read_shard(dir: &Path) -> Result<(HuntReport, BTreeMap<String, BTreeSet<u64>>, PathBuf)> {
+    let file = dir.join("hunt.json");
+    let text = flymc_model::bounded::read_text(&file, flymc_model::bounded::MAX_REPORT_BYTES)
+        .with_context(|| {
             format!(
                 "cannot read {}: is {} the output folder of a `flymc hunt` run?",
                 file.display(),
                 dir.display()
             )
         })?;
-        let r: HuntReport = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a hunt report", file.display()))?;
-        if r.format != super::report::FORMAT || r.version != super::report::VERSION {
+    let r: HuntReport = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a hunt report", file.display()))?;
+    if r.format != super::report::FORMAT || r.version != super::report::VERSION {
+        anyhow::bail!(
+            "{} is a `{}` version {} file, not a flymc hunt report version {}",
+            file.display(),
+            r.format,
+            r.version,
+            super::report::VERSION
+        );
+    }
+    let s = dir.join("states.json");
+    let shard_states: BTreeMap<String, BTreeSet<u64>> = serde_json::from_str(
+        &flymc_model::bounded::read_text(&s, flymc_model::bounded::MAX_REPORT_BYTES)
+            .with_context(|| format!("cannot read {}", s.display()))?,
+    )
+    .with_context(|| format!("{} is not a hunt's states file", s.display()))?;
+    for f in &r.findings {
+        if !corpus::is_id(&f.id) {
             anyhow::bail!(
-                "{} is a `{}` version {} file, not a flymc hunt report version {}",
+                "{} files a finding under the id {:?}, which is not 16 lowercase hex digits as hunts write them; merge only folders `flymc hunt` wrote",
                 file.display(),
-                r.format,
-                r.version,
-                super::report::VERSION
+                shorten(&f.id)
             );
         }
-        let s = dir.join("states.json");
-        let shard_states: BTreeMap<String, BTreeSet<u64>> = serde_json::from_str(
-            &flymc_model::bounded::read_text(&s, flymc_model::bounded::MAX_REPORT_BYTES)
-                .with_context(|| format!("cannot read {}", s.display()))?,
-        )
-        .with_context(|| format!("{} is not a hunt's states file", s.display()))?;
-        for (k, v) in shard_states {
-            states.entry(k).or_default().extend(v);
-        }
-        for f in &r.findings {
-            if !corpus::is_id(&f.id) {
-                anyhow::bail!(
-                    "{} files a finding under the id {:?}, which is not 16 lowercase hex digits as hunts write them; merge only folders `flymc hunt` wrote",
-                    file.display(),
-                    shorten(&f.id)
-                );
-            }
-        }
-        roots.push(
-            std::fs::canonicalize(dir)
-                .with_context(|| format!("cannot resolve {}", dir.display()))?,
-        );
-        reports.push(r);
     }
+    let root =
+        std::fs::canonicalize(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
+    Ok((r, shard_states, root))
+}
+
+/// Shards of one split: the same count; a missing one is said, not an error.
+fn check_split(reports: &[HuntReport]) -> Result<()> {
     let ns: BTreeSet<u32> = reports
         .iter()
         .filter_map(|r| r.shard.map(|s| s.1))
@@ -86,14 +133,19 @@ pub fn run(
             );
         }
     }
-    std::fs::create_dir_all(out.join("findings"))
-        .with_context(|| format!("cannot create {}", out.display()))?;
+    Ok(())
+}
 
-    // Findings: one per id, with the verdict that wins; its path copied beside the reports.
+/// Findings: one per id, with the verdict that wins; its path copied beside the reports.
+fn merge_findings(
+    roots: &[PathBuf],
+    reports: &[HuntReport],
+    out: &Path,
+) -> Result<Vec<FindingReport>> {
     let mut findings: BTreeMap<String, FindingReport> = BTreeMap::new();
     let by_shard = roots
         .iter()
-        .zip(&reports)
+        .zip(reports)
         .flat_map(|(root, r)| r.findings.iter().map(move |f| (root, f)));
     for (root, f) in by_shard {
         match findings.get_mut(&f.id) {
@@ -114,8 +166,14 @@ pub fn run(
     }
     let mut findings: Vec<FindingReport> = findings.into_values().collect();
     classify::sort(&mut findings);
+    Ok(findings)
+}
 
-    // Workloads: summed over shards, with unique states as the union of their states.
+/// Workloads: summed over shards, with unique states as the union of their states.
+fn merge_workloads(
+    reports: &[HuntReport],
+    states: &BTreeMap<String, BTreeSet<u64>>,
+) -> Vec<WorkloadReport> {
     let mut workloads: BTreeMap<(String, String, String), Joined> = BTreeMap::new();
     for w in reports.iter().flat_map(|r| &r.workloads) {
         let key = (w.system.clone(), w.workload.clone(), w.strategy.clone());
@@ -150,39 +208,7 @@ pub fn run(
             w
         })
         .collect();
-    let started = reports
-        .iter()
-        .map(|r| r.started.clone())
-        .min()
-        .unwrap_or_else(super::now);
-    let report = HuntReport {
-        format: super::report::FORMAT.into(),
-        version: super::report::VERSION,
-        flymc_version: env!("CARGO_PKG_VERSION").into(),
-        started,
-        seconds: reports.iter().map(|r| r.seconds).fold(0.0, f64::max),
-        shard: None,
-        budget: reports
-            .first()
-            .map(|r| r.budget.clone())
-            .unwrap_or_default(),
-        fail_on: fail_on.into(),
-        workloads,
-        findings,
-    };
-    super::write_reports(&report, &states, out)?;
-    if let Some(dir) = corpus {
-        let mut c = Corpus::load(dir)?;
-        classify::fold(&mut c, &report.findings, &super::now())?;
-    }
-    println!(
-        "merged {} shard folders: {} workloads, {} findings",
-        reports.len(),
-        report.workloads.len(),
-        report.findings.len()
-    );
-    super::summarize(&report, out, false);
-    Ok(super::exit_code(&report))
+    workloads
 }
 
 /// Finding `f`'s path file in the shard folder `root`: the shard's own `findings/ID.json`, not

@@ -4,7 +4,7 @@
 //! answer is only whether the same property fails. States are not compared, since a fix
 //! changes them.
 
-use flymc_core::executor::Executor;
+use flymc_core::executor::{Executor, RunOptions};
 use flymc_core::pathfile::PathFile;
 use flymc_core::plan::Plan;
 use flymc_core::run::Ending;
@@ -61,7 +61,7 @@ pub fn recheck(
         .target(workload)
         .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", system.name()))?;
     let plan = Plan::replay(path.event_ids());
-    let run = Executor::new(system, workload).run(target.as_mut(), &plan, None)?;
+    let run = Executor::new(system, workload).run(target.as_mut(), &plan, RunOptions::default())?;
     Ok(match (&run.violation, &run.ending) {
         (Some(v), _) if v.property == property => Verdict::Violates,
         (Some(v), _) => Verdict::Passes {

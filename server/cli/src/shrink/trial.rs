@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 
 use anyhow::{Context, Result};
-use flymc_core::executor::Executor;
+use flymc_core::executor::{Executor, RunOptions};
 use flymc_core::plan::{Plan, Tail};
 use flymc_core::run::Run;
 use flymc_model::{EventId, System, Workload};
@@ -86,7 +86,11 @@ impl<'a> Trials<'a> {
             .system
             .target(self.workload)
             .with_context(|| format!("cannot start {}", self.system.name()))?;
-        let run = Executor::new(self.system, self.workload).run(target.as_mut(), plan, None)?;
+        let run = Executor::new(self.system, self.workload).run(
+            target.as_mut(),
+            plan,
+            RunOptions::default(),
+        )?;
         Ok(Some(run))
     }
 

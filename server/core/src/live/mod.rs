@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::clocks::Clocks;
-use crate::executor::{ExecError, Executor};
+use crate::executor::{ExecError, Executor, RunOptions};
 use crate::faults::{CrashPoints, Faults};
 use crate::plan::Plan;
 use crate::run::Run;
@@ -169,7 +169,7 @@ pub fn replay_ids(
     let mut t = system
         .target(workload)
         .map_err(|source| ExecError::Target { step: 0, source })?;
-    Executor::new(system, workload).run(t.as_mut(), &Plan::replay(ids), None)
+    Executor::new(system, workload).run(t.as_mut(), &Plan::replay(ids), RunOptions::default())
 }
 
 struct Live<'a> {

@@ -1,18 +1,27 @@
 //! The exploration loop: ask the strategy for a path, run it, record what was seen, repeat;
 //! with `--jobs N`, N paths at a time ([`crate::jobs`]), seen in path order.
+//!
+//! [`Exploration`] is the one way in: a builder over [`ExploreConfig`]. Its parts: what a job
+//! does with a path (`job`: run, re-run from a fresh start where the run cannot be trusted,
+//! judge) and the books of the thread that asks the strategy (`driver`: hand out, observe in
+//! path order, count).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+mod driver;
+mod job;
+
+use driver::Driver;
+use job::PathWork;
+
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use flymc_model::{System, Target, Workload};
+use flymc_model::{System, Workload};
 use serde::Serialize;
 
-use crate::cache::{CacheView, StateEventCache};
-use crate::dependence::Dependence;
+use crate::cache::StateEventCache;
 use crate::executor::{ExecError, Executor};
 use crate::jobs;
-use crate::liveness::{self, LivenessStats, Verdict, Walks};
-use crate::plan::Plan;
+use crate::liveness::{LivenessStats, Walks};
 use crate::run::Run;
 use crate::snapshots::{SnapshotStats, Snapshots};
 use crate::strategy::{Strategy, StrategyStats};
@@ -72,6 +81,13 @@ pub struct ExploreConfig {
     pub walks: Option<Walks>,
     /// Where crashes are offered.
     pub crash_points: crate::CrashPoints,
+}
+
+impl ExploreConfig {
+    /// Has the user asked to stop ([`ExploreConfig::interrupted`])?
+    fn stop_asked(&self) -> bool {
+        self.interrupted.is_some_and(|f| f())
+    }
 }
 
 impl Default for ExploreConfig {
@@ -172,6 +188,51 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Nothing explored yet, with the liveness settings `cfg` asks for.
+    fn empty(cfg: &ExploreConfig, workload: &Workload) -> Outcome {
+        Outcome {
+            paths: 0,
+            exhausted: false,
+            violation: None,
+            unique_states: HashSet::new(),
+            elapsed: Duration::ZERO,
+            cache_hits: 0,
+            cache_misses: 0,
+            stats: StrategyStats::default(),
+            diverged: 0,
+            unconfirmed: 0,
+            late_paths: 0,
+            late_reports: 0,
+            events: 0,
+            other_violations: 0,
+            snapshots: SnapshotStats::default(),
+            timing: TimingTotals::default(),
+            coverage: Vec::new(),
+            liveness: LivenessStats {
+                walks_per_state: cfg.walks.map_or(0, |w| w.walks),
+                walk_depth: cfg
+                    .walks
+                    .map_or(0, |w| w.depth.unwrap_or(workload.max_events)),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// One more path observed: its events, states and how it went.
+    fn count(&mut self, run: &Run, unconfirmed: bool) {
+        self.paths += 1;
+        self.unconfirmed += u64::from(unconfirmed);
+        self.events += run.steps.len() as u64;
+        if run.diverged_at.is_some() {
+            self.diverged += 1;
+        }
+        if run.late_reports > 0 {
+            self.late_paths += 1;
+            self.late_reports += run.late_reports;
+        }
+        self.unique_states.extend(run.hashes.iter().copied());
+    }
+
     fn record_coverage(&mut self, abstract_states: u64) {
         if self.coverage.last().is_some_and(|c| c.path == self.paths) {
             return;
@@ -184,339 +245,204 @@ impl Outcome {
     }
 }
 
-pub fn explore(
-    system: &dyn System,
-    workload: &Workload,
-    strategy: &mut dyn Strategy,
-    cfg: &ExploreConfig,
-    on_progress: &mut dyn FnMut(&Progress),
-) -> Result<Outcome, ExploreError> {
-    explore_with(system, workload, strategy, cfg, on_progress, &mut |_| {})
-}
-
-/// A path handed to a job.
-struct Task<'c> {
-    path: u64,
-    plan: Plan,
-    dep: Option<Box<dyn Dependence + Send>>,
-    /// The cache as of the hand-out ([`StateEventCache::view`]).
-    view: Option<CacheView<'c>>,
-}
-
-/// A job's run of a [`Task`].
-struct Done<'c> {
-    path: u64,
-    run: Result<Run, ExploreError>,
-    view: Option<CacheView<'c>>,
-    /// What the run did with its job's snapshots.
-    snapshots: SnapshotStats,
-    /// Its end state's classification and the walks it took, if it failed a liveness property.
-    judged: Option<(Verdict, u64)>,
-    /// It violated a property only while trusting states it had not seen (dropped).
-    unconfirmed: bool,
-}
-
-/// [`explore`], also handing every run to `on_run` (coverage studies, tests).
-/// An error loses what was explored before it; [`explore_partial`] keeps it.
-pub fn explore_with(
-    system: &dyn System,
-    workload: &Workload,
-    strategy: &mut dyn Strategy,
-    cfg: &ExploreConfig,
-    on_progress: &mut dyn FnMut(&Progress),
-    on_run: &mut dyn FnMut(&Run),
-) -> Result<Outcome, ExploreError> {
-    match explore_partial(system, workload, strategy, cfg, on_progress, on_run) {
-        (out, None) => Ok(out),
-        (_, Some(e)) => Err(e),
-    }
-}
-
-/// [`explore_with`], returning what was explored also when the exploration ended in an error
-/// (a target failure, an interruption): the outcome counts the paths observed before it
-/// (never `exhausted`), with the error beside it.
+/// One exploration, set up by its builder methods and started by [`Exploration::run`]: the
+/// one way every command, benchmark and test explores.
 ///
-/// With `cfg.jobs` above 1, up to that many paths run at once, each on a target of its own
-/// (`system.target` is called once per job). Plans are handed out and runs observed in one
-/// fixed order ([`Strategy`]); a run is counted, checked and shown when it is observed, so
-/// `max_paths` counts exactly and a violation is the lowest-numbered violating path. Runs
-/// still under way when the loop stops are finished and dropped.
-pub fn explore_partial(
-    system: &dyn System,
-    workload: &Workload,
-    strategy: &mut dyn Strategy,
-    cfg: &ExploreConfig,
-    on_progress: &mut dyn FnMut(&Progress),
-    on_run: &mut dyn FnMut(&Run),
-) -> (Outcome, Option<ExploreError>) {
-    let start = Instant::now();
-    let exec = Executor::new(system, workload).crash_points(cfg.crash_points);
-    let jobs = cfg.jobs.max(1);
-    let mut out = Outcome {
-        paths: 0,
-        exhausted: false,
-        violation: None,
-        unique_states: HashSet::new(),
-        elapsed: Duration::ZERO,
-        cache_hits: 0,
-        cache_misses: 0,
-        stats: StrategyStats::default(),
-        diverged: 0,
-        unconfirmed: 0,
-        late_paths: 0,
-        late_reports: 0,
-        events: 0,
-        other_violations: 0,
-        snapshots: SnapshotStats::default(),
-        timing: TimingTotals::default(),
-        coverage: Vec::new(),
-        liveness: LivenessStats {
-            walks_per_state: cfg.walks.map_or(0, |w| w.walks),
-            walk_depth: cfg
-                .walks
-                .map_or(0, |w| w.depth.unwrap_or(workload.max_events)),
-            ..Default::default()
-        },
-    };
-    let stop = || cfg.interrupted.is_some_and(|f| f());
-    let targets = match (0..jobs)
-        .map(|_| {
-            system
-                .target(workload)
-                .map(|t| (t, Snapshots::new().always(cfg.snapshots_always)))
-        })
-        .collect::<Result<Vec<_>, _>>()
-    {
-        Ok(t) => t,
-        Err(e) => {
-            out.elapsed = start.elapsed();
-            return (out, Some(ExploreError::Setup(e.to_string())));
-        }
-    };
-    let cache = StateEventCache::new();
-    let use_cache = cfg.cache && !system.has(flymc_model::Feature::SummaryStates);
-    let work: &jobs::Work<(Box<dyn Target>, Snapshots), Task, Done> = &|job, mut task| {
-        let (target, snaps) = (job.0.as_mut(), &mut job.1);
-        let dep = task.dep.as_deref_mut().map(|d| d as &mut dyn Dependence);
-        let before = snaps.stats.clone();
-        let mut judged = None;
-        let logs = || cfg.logs.as_ref().map(|l| l.for_path(task.path));
-        let mut run = exec.run_snapshots(
-            target,
-            &task.plan,
-            task.view.as_mut(),
-            dep,
-            cfg.snapshots.then_some(&mut *snaps),
-            logs(),
-        );
-        // A cluster restored from a snapshot that then fails (a restored JVM that dies at
-        // once), or one that fails before its first step (a JVM whose agent could not start on
-        // a loaded machine), says nothing about the system: the path is re-executed once from
-        // a fresh start, and only a second failure ends the exploration. A node that fails
-        // later (a reboot that does not come up) is the path's own outcome, not retried.
-        let restored = snaps.stats.restored > before.restored;
-        let at_start = matches!(&run, Err(ExecError::Target { step: 0, .. }));
-        if let (Err(e), true) = (&run, (restored || at_start) && !stop()) {
-            let what = if restored {
-                "the cluster restored from a snapshot"
-            } else {
-                "the cluster"
-            };
-            tracing::warn!(
-                "path {}: {what} failed ({e}); re-executing it from the start",
-                task.path
-            );
-            snaps.stats.fallbacks += u64::from(restored);
-            let dep = task.dep.as_deref_mut().map(|d| d as &mut dyn Dependence);
-            run = exec.run_snapshots(target, &task.plan, task.view.as_mut(), dep, None, logs());
-        }
-        // A finding must replay. A run restored from a snapshot or given states by the cache
-        // trusted states it did not see the cluster reach; such a violating run is executed
-        // again from a fresh start, seeing every step, and that run is the one kept: a finding
-        // that does not recur is dropped (counted and warned about), and the strategy learns
-        // from what the cluster did.
-        let trusted = restored || task.view.as_ref().is_some_and(|v| v.hits > 0);
-        let recheck = match &run {
-            Ok(r) if trusted => r
-                .violation
-                .as_ref()
-                .map(|v| (v.property.clone(), Plan::replay(r.event_ids()))),
-            _ => None,
-        };
-        let mut unconfirmed = false;
-        if let Some((property, plan)) = recheck.filter(|_| !stop()) {
-            let again = exec.run_snapshots(target, &plan, None, None, None, logs());
-            if let Ok(a) = &again {
-                if a.violation.as_ref().map(|v| &v.property) != Some(&property) {
-                    unconfirmed = true;
-                    tracing::warn!(
-                        "path {}: `{property}` did not recur when the path was executed again from a fresh start (it had trusted a snapshot's or the cache's states); dropped",
-                        task.path
-                    );
-                }
-            }
-            run = again;
-        }
-        let run = run
-            .map_err(ExploreError::from)
-            .and_then(|run| {
-                if cfg.check_determinism {
-                    check_determinism(&exec, target, &run, task.path)?;
-                }
-                Ok(run)
-            })
-            .and_then(|mut run| {
-                if let Some(w) = cfg.walks.filter(|_| liveness::needs_judging(&run)) {
-                    let w = Walks {
-                        seed: w.seed ^ task.path,
-                        ..w
-                    };
-                    judged = Some(liveness::judge(&exec, target, &mut run, &w)?);
-                }
-                Ok(run)
-            });
-        Done {
-            path: task.path,
-            run,
-            view: task.view,
-            snapshots: snaps.stats.since(&before),
-            judged,
-            unconfirmed,
-        }
-    };
-    let ended = jobs::scoped(targets, work, |pool| -> Result<(), ExploreError> {
-        // Handed out, not yet observed, in path order; and runs that finished ahead of their turn.
-        let mut outstanding: VecDeque<(u64, Plan)> = VecDeque::new();
-        let mut early: HashMap<u64, Done> = HashMap::new();
-        let mut handed = 0u64;
-        loop {
-            if stop() {
-                return Err(ExploreError::Interrupted);
-            }
-            let mut out_of_time = false;
-            while outstanding.len() < jobs && cfg.max_paths.is_none_or(|m| handed < m) {
-                if cfg.deadline.is_some_and(|d| Instant::now() >= d) {
-                    out_of_time = true;
-                    break;
-                }
-                let Some(plan) = strategy.next_plan() else {
-                    break;
-                };
-                handed += 1;
-                pool.give(Task {
-                    path: handed,
-                    plan: plan.clone(),
-                    dep: strategy.dependence(),
-                    view: use_cache.then(|| cache.view(out.paths)),
-                });
-                outstanding.push_back((handed, plan));
-            }
-            let Some((path, plan)) = outstanding.pop_front() else {
-                // Nothing under way and nothing handed out: the budget is spent, or else the
-                // strategy has nothing left.
-                out.exhausted = !out_of_time && cfg.max_paths.is_none_or(|m| out.paths < m);
-                return Ok(());
-            };
-            let done = loop {
-                if let Some(d) = early.remove(&path) {
-                    break d;
-                }
-                let d = pool.next();
-                early.insert(d.path, d);
-            };
-            if stop() {
-                // Whatever this run saw may be the interruption itself (nodes killed).
-                return Err(ExploreError::Interrupted);
-            }
-            let run = done.run?;
-            if let Some((verdict, walks)) = done.judged {
-                out.liveness.add(verdict, walks);
-            }
-            out.snapshots.add(&done.snapshots);
-            out.timing.add(&run.timing);
-            if let Some(view) = done.view {
-                out.cache_hits += view.hits;
-                out.cache_misses += view.misses;
-                cache.merge(path, view.into_entries());
-            }
-            out.paths += 1;
-            out.unconfirmed += u64::from(done.unconfirmed);
-            out.events += run.steps.len() as u64;
-            if run.diverged_at.is_some() {
-                out.diverged += 1;
-            }
-            if run.late_reports > 0 {
-                out.late_paths += 1;
-                out.late_reports += run.late_reports;
-            }
-            out.unique_states.extend(run.hashes.iter().copied());
-            strategy.observe(&plan, &run);
-            if out.paths.is_power_of_two() {
-                out.record_coverage(strategy.stats().abstract_states);
-            }
-            on_run(&run);
-            on_progress(&Progress {
-                paths: out.paths,
-                queue: strategy.queue_len(),
-                unique_states: out.unique_states.len(),
-                elapsed: start.elapsed(),
-            });
-            if let Some(v) = &run.violation {
-                match &cfg.stop_on_property {
-                    Some(p) if *p != v.property => out.other_violations += 1,
-                    _ if cfg.keep_going => match out.violation {
-                        Some(_) => out.other_violations += 1,
-                        None => out.violation = Some((out.paths, run)),
-                    },
-                    _ => {
-                        out.violation = Some((out.paths, run));
-                        return Ok(());
-                    }
-                }
-            }
-        }
-    });
-    out.elapsed = start.elapsed();
-    out.stats = strategy.stats();
-    if out.paths > 0 {
-        out.record_coverage(out.stats.abstract_states);
-    }
-    (out, ended.err())
+/// ```text
+/// let outcome = Exploration::new(system, &workload, strategy.as_mut())
+///     .max_paths(Some(300))
+///     .jobs(4)
+///     .on_run(|run| seen.push(run.clone()))
+///     .run()?;
+/// ```
+pub struct Exploration<'a> {
+    system: &'a dyn System,
+    workload: &'a Workload,
+    strategy: &'a mut dyn Strategy,
+    cfg: ExploreConfig,
+    on_progress: Box<dyn FnMut(&Progress) + 'a>,
+    on_run: Box<dyn FnMut(&Run) + 'a>,
 }
 
-/// Re-run `run`'s exact events without the cache and compare every state.
-fn check_determinism(
-    exec: &Executor,
-    target: &mut dyn Target,
-    run: &Run,
-    path: u64,
-) -> Result<(), ExploreError> {
-    let plan = Plan::replay(run.event_ids());
-    let again = exec.run(target, &plan, None)?;
-    for (step, (a, b)) in run.states.iter().zip(&again.states).enumerate() {
-        if a != b {
-            let diff = a.diff(b, 3).join("; ");
-            return Err(ExploreError::Nondeterministic {
-                path,
-                step,
-                detail: diff,
-            });
+impl<'a> Exploration<'a> {
+    /// Explore `workload` on `system` with the paths `strategy` hands out, with
+    /// [`ExploreConfig::default`]'s settings until told otherwise.
+    pub fn new(
+        system: &'a dyn System,
+        workload: &'a Workload,
+        strategy: &'a mut dyn Strategy,
+    ) -> Self {
+        Exploration {
+            system,
+            workload,
+            strategy,
+            cfg: ExploreConfig::default(),
+            on_progress: Box::new(|_| {}),
+            on_run: Box::new(|_| {}),
         }
     }
-    if again.states.len() != run.states.len() || again.violation != run.violation {
-        return Err(ExploreError::Nondeterministic {
-            path,
-            step: again.states.len().min(run.states.len()),
-            detail: format!(
-                "first run: {} states, {:?}; second: {} states, {:?}",
-                run.states.len(),
-                run.violation.as_ref().map(|v| &v.property),
-                again.states.len(),
-                again.violation.as_ref().map(|v| &v.property)
-            ),
-        });
+
+    /// The settings so far (for a header that describes the exploration).
+    pub fn config(&self) -> &ExploreConfig {
+        &self.cfg
     }
-    Ok(())
+
+    /// [`ExploreConfig::max_paths`].
+    pub fn max_paths(mut self, max: Option<u64>) -> Self {
+        self.cfg.max_paths = max;
+        self
+    }
+
+    /// [`ExploreConfig::check_determinism`].
+    pub fn check_determinism(mut self, on: bool) -> Self {
+        self.cfg.check_determinism = on;
+        self
+    }
+
+    /// [`ExploreConfig::cache`].
+    pub fn cache(mut self, on: bool) -> Self {
+        self.cfg.cache = on;
+        self
+    }
+
+    /// [`ExploreConfig::stop_on_property`].
+    pub fn stop_on_property(mut self, property: Option<String>) -> Self {
+        self.cfg.stop_on_property = property;
+        self
+    }
+
+    /// [`ExploreConfig::jobs`].
+    pub fn jobs(mut self, jobs: usize) -> Self {
+        self.cfg.jobs = jobs;
+        self
+    }
+
+    /// [`ExploreConfig::snapshots`].
+    pub fn snapshots(mut self, on: bool) -> Self {
+        self.cfg.snapshots = on;
+        self
+    }
+
+    /// [`ExploreConfig::snapshots_always`].
+    pub fn snapshots_always(mut self, on: bool) -> Self {
+        self.cfg.snapshots_always = on;
+        self
+    }
+
+    /// [`ExploreConfig::logs`].
+    pub fn keep_logs(mut self, logs: KeepLogs) -> Self {
+        self.cfg.logs = Some(logs);
+        self
+    }
+
+    /// [`ExploreConfig::keep_going`].
+    pub fn keep_going(mut self, on: bool) -> Self {
+        self.cfg.keep_going = on;
+        self
+    }
+
+    /// [`ExploreConfig::interrupted`].
+    pub fn interrupted(mut self, asked: fn() -> bool) -> Self {
+        self.cfg.interrupted = Some(asked);
+        self
+    }
+
+    /// [`ExploreConfig::deadline`].
+    pub fn deadline(mut self, deadline: Option<Instant>) -> Self {
+        self.cfg.deadline = deadline;
+        self
+    }
+
+    /// [`ExploreConfig::walks`].
+    pub fn walks(mut self, walks: Option<Walks>) -> Self {
+        self.cfg.walks = walks;
+        self
+    }
+
+    /// [`ExploreConfig::crash_points`].
+    pub fn crash_points(mut self, points: crate::CrashPoints) -> Self {
+        self.cfg.crash_points = points;
+        self
+    }
+
+    /// Called after every observed run, with the totals so far (progress displays).
+    pub fn on_progress(mut self, f: impl FnMut(&Progress) + 'a) -> Self {
+        self.on_progress = Box::new(f);
+        self
+    }
+
+    /// Handed every observed run, in path order (saving paths, coverage studies, tests).
+    pub fn on_run(mut self, f: impl FnMut(&Run) + 'a) -> Self {
+        self.on_run = Box::new(f);
+        self
+    }
+
+    /// Explore; an error loses what was explored before it ([`Exploration::run_partial`]
+    /// keeps it).
+    pub fn run(self) -> Result<Outcome, ExploreError> {
+        match self.run_partial() {
+            (out, None) => Ok(out),
+            (_, Some(e)) => Err(e),
+        }
+    }
+
+    /// Explore, returning what was explored also when the exploration ended in an error (a
+    /// target failure, an interruption): the outcome counts the paths observed before it
+    /// (never `exhausted`), with the error beside it.
+    ///
+    /// With `jobs` above 1, up to that many paths run at once, each on a target of its own
+    /// (`system.target` is called once per job). Plans are handed out and runs observed in
+    /// one fixed order ([`Strategy`]); a run is counted, checked and shown when it is
+    /// observed, so `max_paths` counts exactly and a violation is the lowest-numbered
+    /// violating path. Runs still under way when the loop stops are finished and dropped.
+    pub fn run_partial(self) -> (Outcome, Option<ExploreError>) {
+        let Exploration {
+            system,
+            workload,
+            strategy,
+            cfg,
+            mut on_progress,
+            mut on_run,
+        } = self;
+        let start = Instant::now();
+        let mut out = Outcome::empty(&cfg, workload);
+        let targets = match (0..cfg.jobs.max(1))
+            .map(|_| {
+                system
+                    .target(workload)
+                    .map(|t| (t, Snapshots::new().always(cfg.snapshots_always)))
+            })
+            .collect::<Result<Vec<_>, _>>()
+        {
+            Ok(t) => t,
+            Err(e) => {
+                out.elapsed = start.elapsed();
+                return (out, Some(ExploreError::Setup(e.to_string())));
+            }
+        };
+        let work = PathWork {
+            exec: Executor::new(system, workload).crash_points(cfg.crash_points),
+            cfg: &cfg,
+        };
+        let cache = StateEventCache::new();
+        let mut driver = Driver {
+            strategy,
+            cfg: &cfg,
+            cache: &cache,
+            use_cache: cfg.cache && !system.has(flymc_model::Feature::SummaryStates),
+            start,
+            out,
+            outstanding: Default::default(),
+            early: Default::default(),
+            handed: 0,
+            on_progress: &mut *on_progress,
+            on_run: &mut *on_run,
+        };
+        let ended = jobs::scoped(targets, &|job, task| work.run(job, task), |pool| {
+            driver.drive(pool)
+        });
+        driver.finish(ended.err())
+    }
 }
 
 #[cfg(test)]
@@ -527,6 +453,7 @@ mod tests {
     };
 
     use super::*;
+    use crate::plan::Plan;
     use crate::testkit::{workload, TinySystem};
 
     /// Hands out the default-order path `left` times (the loop's bookkeeping is under test,
@@ -600,15 +527,12 @@ mod tests {
     fn explore_late(late: u64) -> (Outcome, Vec<u64>) {
         let w = workload(2, "[[0, 1], [1, 0]]", "");
         let mut s = Repeat { left: 5 };
-        let cfg = ExploreConfig {
-            max_paths: Some(3),
-            ..Default::default()
-        };
         let mut per_run = Vec::new();
-        let out = explore_with(&Late(late), &w, &mut s, &cfg, &mut |_| {}, &mut |r| {
-            per_run.push(r.late_reports)
-        })
-        .unwrap();
+        let out = Exploration::new(&Late(late), &w, &mut s)
+            .max_paths(Some(3))
+            .on_run(|r| per_run.push(r.late_reports))
+            .run()
+            .unwrap();
         (out, per_run)
     }
 
@@ -677,14 +601,9 @@ mod tests {
         let w = workload(2, "[[0, 1], [1, 0]]", "");
         let mut s = Repeat { left: 5 };
         let mut seen = 0;
-        let (out, err) = explore_partial(
-            &Breaks,
-            &w,
-            &mut s,
-            &ExploreConfig::default(),
-            &mut |_| {},
-            &mut |_| seen += 1,
-        );
+        let (out, err) = Exploration::new(&Breaks, &w, &mut s)
+            .on_run(|_| seen += 1)
+            .run_partial();
         assert!(
             matches!(err, Some(ExploreError::Exec(_))),
             "{:?}",
@@ -771,16 +690,13 @@ mod tests {
         let w = workload(2, "[[0, 1], [1, 0]]\nlimit = 10", "");
         let mut s = Repeat { left: 3 };
         // Without the cache, which would give the repeated path's states without asking.
-        let cfg = ExploreConfig {
-            snapshots: true,
-            snapshots_always: true,
-            cache: false,
-            ..Default::default()
-        };
-        let out = explore_with(&Lies, &w, &mut s, &cfg, &mut |_| {}, &mut |r| {
-            assert!(r.violation.is_none(), "{:?}", r.violation)
-        })
-        .unwrap();
+        let out = Exploration::new(&Lies, &w, &mut s)
+            .snapshots(true)
+            .snapshots_always(true)
+            .cache(false)
+            .on_run(|r| assert!(r.violation.is_none(), "{:?}", r.violation))
+            .run()
+            .unwrap();
         assert!(out.snapshots.restored >= 2, "{:?}", out.snapshots);
         assert_eq!((out.paths, out.unconfirmed), (3, 2));
         assert!(out.violation.is_none());
@@ -796,11 +712,9 @@ mod tests {
         }
         let w = workload(2, "[[0, 1], [1, 0]]", "");
         let mut s = Repeat { left: 5 };
-        let cfg = ExploreConfig {
-            interrupted: Some(third_path),
-            ..Default::default()
-        };
-        let (out, err) = explore_partial(&TinySystem, &w, &mut s, &cfg, &mut |_| {}, &mut |_| {});
+        let (out, err) = Exploration::new(&TinySystem, &w, &mut s)
+            .interrupted(third_path)
+            .run_partial();
         assert!(matches!(err, Some(ExploreError::Interrupted)));
         assert_eq!((out.paths, out.exhausted), (2, false));
     }
