@@ -912,11 +912,10 @@ fn flymc_symmetry_does_not_merge_paths_whose_summaries_agree_for_summary_state_s
             ..StrategyContext::for_system(&Summarised, &w)
         };
         let mut s = build("flymc", &ctx).unwrap();
-        let cfg = ExploreConfig {
-            max_paths: Some(1000),
-            ..Default::default()
-        };
-        explore(&Summarised, &w, s.as_mut(), &cfg, &mut |_| {}).unwrap()
+        Exploration::new(&Summarised, &w, s.as_mut())
+            .max_paths(Some(1000))
+            .run()
+            .unwrap()
     };
     let sound = run(true);
     assert_eq!(

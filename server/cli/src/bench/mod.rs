@@ -272,9 +272,22 @@ pub fn run(cfg: &BenchConfig, folder: &Path, log: &(dyn Fn(&str) + Sync)) -> Res
 /// compared strategy (randomized ones once per seed), exhaustion, and flymc's ablations.
 fn plan(cfg: &BenchConfig, folder: &Path) -> Result<Vec<Job>> {
     let mut jobs: Vec<Job> = Vec::new();
+    // The comparison runs every compared strategy on every system, so a simulated system
+    // joins it only with a sets file (built in or `--sets`): the twins (zab-sim) have none,
+    // and samc and flymc cannot run without one.
     let sims: Vec<Box<dyn System>> = systems::all()
         .into_iter()
         .filter(|s| s.name().ends_with("-sim"))
+        .filter(|s| {
+            let has = s.about().sets.is_some() || cfg.sets.contains_key(s.name());
+            if !has {
+                eprintln!(
+                    "bench: {} left out of the comparison: it ships no sets file (give one with --sets)",
+                    s.name()
+                );
+            }
+            has
+        })
         .collect();
     let load = |system: &str, name: &str| workloads::load(folder, system, name);
     // The bug workloads: every workload that names the property its bug breaks.

@@ -139,7 +139,9 @@ impl Campaign {
                     seeds: t.seeds.unwrap_or(DEFAULT_SEEDS),
                     system: t.system,
                     workloads: t.workloads,
-                    strategy: t.strategy.unwrap_or_else(|| "dfs".into()),
+                    strategy: t
+                        .strategy
+                        .unwrap_or_else(|| flymc_strategies::StrategyKind::Dfs.name().into()),
                 });
             }
         }
@@ -147,7 +149,9 @@ impl Campaign {
             targets.push(Target {
                 system,
                 workloads: flags.workloads,
-                strategy: flags.strategy.unwrap_or_else(|| "dfs".into()),
+                strategy: flags
+                    .strategy
+                    .unwrap_or_else(|| flymc_strategies::StrategyKind::Dfs.name().into()),
                 seeds: flags.seeds.unwrap_or(DEFAULT_SEEDS),
             });
         } else if let Some(seeds) = flags.seeds {
