@@ -275,20 +275,10 @@ fn plan(cfg: &BenchConfig, folder: &Path) -> Result<Vec<Job>> {
     // The comparison runs every compared strategy on every system, so a simulated system
     // joins it only with a sets file (built in or `--sets`): the twins (zab-sim) have none,
     // and samc and flymc cannot run without one.
-    let sims: Vec<Box<dyn System>> = systems::all()
+    let (sims, left_out): (Vec<Box<dyn System>>, Vec<Box<dyn System>>) = systems::all()
         .into_iter()
         .filter(|s| s.name().ends_with("-sim"))
-        .filter(|s| {
-            let has = s.about().sets.is_some() || cfg.sets.contains_key(s.name());
-            if !has {
-                eprintln!(
-                    "bench: {} left out of the comparison: it ships no sets file (give one with --sets)",
-                    s.name()
-                );
-            }
-            has
-        })
-        .collect();
+        .partition(|s| s.about().sets.is_some() || cfg.sets.contains_key(s.name()));
     let load = |system: &str, name: &str| workloads::load(folder, system, name);
     // The bug workloads: every workload that names the property its bug breaks.
     let mut bugs: Vec<(&str, Workload, String)> = Vec::new();
@@ -308,6 +298,12 @@ fn plan(cfg: &BenchConfig, folder: &Path) -> Result<Vec<Job>> {
     check_names("benchmark workload", "--only", &cfg.only, &known)?;
     let names: Vec<String> = compared().map(|s| s.name().to_string()).collect();
     check_names("compared strategy", "--strategies", &cfg.strategies, &names)?;
+    for s in &left_out {
+        eprintln!(
+            "bench: {} left out of the comparison: it ships no sets file (give one with --sets)",
+            s.name()
+        );
+    }
     // Section 0: bugs.
     for (system, w, expect) in &bugs {
         if selected(cfg, &w.name) {
