@@ -48,7 +48,6 @@ fn explore(system: &dyn System, w: &Workload, name: &str, paths: u64) -> (Vec<Ru
         seed: 0,
         bound: 25,
         stateless_dfs: false,
-        summary_states: false,
         sets: None,
         flymc: FlymcOptions {
             symmetry: true,

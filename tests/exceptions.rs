@@ -37,7 +37,6 @@ fn demo_workload(extra: &str, clients: &str) -> Workload {
 fn explore(system: &dyn System, w: &Workload, paths: u64) -> Vec<Run> {
     let ctx = StrategyContext {
         stateless_dfs: false,
-        summary_states: false,
         ..StrategyContext::for_system(system, w)
     };
     let mut strat = strategy::build("dfs", &ctx).unwrap();

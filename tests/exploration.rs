@@ -95,7 +95,6 @@ fn explore_runs_with(
         seed: 0,
         bound: 25,
         stateless_dfs: false,
-        summary_states: false,
         sets: systems::load_sets(system.as_ref(), &w, sets).unwrap(),
         flymc: opts,
         fault_vars: system.about().fault_vars.clone(),

@@ -38,7 +38,6 @@ fn explore(w: &Workload, strategy_name: &str, seed: u64, paths: u64) -> Vec<Run>
     let ctx = StrategyContext {
         seed,
         stateless_dfs: false,
-        summary_states: false,
         sets: systems::load_sets(system.as_ref(), w, None).unwrap(),
         ..StrategyContext::for_system(system.as_ref(), w)
     };

@@ -40,7 +40,6 @@ fn build(system: &dyn System, w: &Workload, name: &str, opts: FlymcOptions) -> B
         seed: 3,
         bound: 25,
         stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
-        summary_states: system.has(flymc_model::Feature::SummaryStates),
         sets: systems::load_sets(system, w, None).unwrap(),
         flymc: opts,
         fault_vars: system.about().fault_vars.clone(),

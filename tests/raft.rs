@@ -57,7 +57,6 @@ fn explore(
         seed: 0,
         bound: 25,
         stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
-        summary_states: system.has(flymc_model::Feature::SummaryStates),
         sets,
         flymc: FlymcOptions {
             symmetry: true,
@@ -553,7 +552,6 @@ fn flymc_moves_a_crash_of_n0_back_before_the_appends_it_sent() {
         seed: 0,
         bound: 25,
         stateless_dfs: sys.has(flymc_model::Feature::SummaryStates),
-        summary_states: sys.has(flymc_model::Feature::SummaryStates),
         sets,
         flymc: FlymcOptions::default(),
         fault_vars: sys.about().fault_vars.clone(),

@@ -172,7 +172,6 @@ fn try_explore(
         seed: 7,
         bound: 25,
         stateless_dfs: false,
-        summary_states: false,
         sets: systems::load_sets(system, &w, None).unwrap(),
         flymc: FlymcOptions::default(),
         fault_vars: system.about().fault_vars.clone(),

@@ -76,7 +76,6 @@ fn explore(
         seed: 1,
         bound: 25,
         stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
-        summary_states: system.has(flymc_model::Feature::SummaryStates),
         sets: systems::load_sets(system, w, None).unwrap(),
         flymc: FlymcOptions::default(),
         fault_vars: system.about().fault_vars.clone(),

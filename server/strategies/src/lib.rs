@@ -37,9 +37,6 @@ pub struct StrategyContext<'a> {
     /// forced on for systems whose reported node states are summaries
     /// ([`flymc_model::Feature::SummaryStates`]).
     pub stateless_dfs: bool,
-    /// The system's reported node states are summaries ([`flymc_model::Feature::SummaryStates`]):
-    /// `flymc`'s symmetry then keys its history on the path as well as the abstract state.
-    pub summary_states: bool,
     /// The system's sets file, for `samc` and `flymc`.
     pub sets: Option<SetsFile>,
     /// Which FlyMC algorithms are on.
@@ -67,7 +64,6 @@ impl<'a> StrategyContext<'a> {
             seed: 0,
             bound: 25,
             stateless_dfs: system.has(flymc_model::Feature::SummaryStates),
-            summary_states: system.has(flymc_model::Feature::SummaryStates),
             sets: None,
             flymc: FlymcOptions::default(),
             fault_vars: system.about().fault_vars.clone(),
@@ -253,9 +249,7 @@ impl StrategyKind {
             K::Brdpor => Box::new(brdpor::new(ctx)),
             K::Samc => Box::new(samc::new(sets()?, symmetry(), ctx.seed)),
             K::Flymc => Box::new(
-                flymc::Flymc::new(sets()?, symmetry(), ctx.flymc)
-                    .disk_state(ctx.disk_state)
-                    .summary_states(ctx.summary_states),
+                flymc::Flymc::new(sets()?, symmetry(), ctx.flymc).disk_state(ctx.disk_state),
             ),
             K::Faults => Box::new(
                 faults::Faults::new(ctx.fault_vars.clone())

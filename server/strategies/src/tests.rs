@@ -17,7 +17,6 @@ fn count(strategy: &str, w: &flymc_model::Workload) -> (u64, bool, Option<String
         seed: 1,
         bound: 25,
         stateless_dfs,
-        summary_states: false,
         sets: None,
         flymc: FlymcOptions::default(),
         fault_vars: None,
@@ -87,7 +86,6 @@ fn bounded_dpor_does_not_reorder_beyond_its_bound() {
         seed: 1,
         bound: 0,
         stateless_dfs: false,
-        summary_states: false,
         sets: None,
         flymc: FlymcOptions::default(),
         fault_vars: None,
@@ -123,7 +121,6 @@ fn random_walks_are_seeded() {
         seed: 7,
         bound: 25,
         stateless_dfs: false,
-        summary_states: false,
         sets: None,
         flymc: FlymcOptions::default(),
         fault_vars: None,
@@ -161,7 +158,6 @@ fn with_sets(
         seed: 1,
         bound: 25,
         stateless_dfs: false,
-        summary_states: false,
         sets: Some(sets),
         flymc,
         fault_vars: None,
@@ -254,7 +250,6 @@ fn faults_runs(w: &flymc_model::Workload) -> (flymc_core::explore::Outcome, Vec<
         seed: 1,
         bound: 25,
         stateless_dfs: false,
-        summary_states: false,
         sets: None,
         flymc: FlymcOptions::default(),
         fault_vars: None,
@@ -351,7 +346,6 @@ fn a_run_that_ended_in_a_hang_is_learnt_from_up_to_the_step_that_hung() {
             seed: 1,
             bound: 25,
             stateless_dfs,
-            summary_states: false,
             sets: None,
             flymc: FlymcOptions::default(),
             fault_vars: None,
@@ -509,8 +503,6 @@ fn every_strategy_takes_runs_that_ended_in_a_hang_or_a_node_exit() {
                         seed: 3,
                         bound: 25,
                         stateless_dfs,
-                        // Summaries too: flymc's history then keys on the steps before the hang.
-                        summary_states: stateless_dfs,
                         sets: Some(sets.clone()),
                         flymc: FlymcOptions::default(),
                         fault_vars: None,
@@ -785,143 +777,4 @@ fn the_strategy_table_lists_every_kind_once_in_declaration_order() {
         assert_eq!(t.name.parse::<StrategyKind>().unwrap(), t.kind);
     }
     assert!("nope".parse::<StrategyKind>().is_err());
-}
-
-/// One node that counts requests and reports only the count; what it does not report is the
-/// order they came in, and request 3 right after 1 after 0 is the bug.
-struct Summarised;
-
-#[derive(Clone, serde::Serialize)]
-struct SummaryNode {
-    count: u64,
-    bad: bool,
-    #[serde(skip)]
-    order: Vec<u64>,
-}
-
-#[derive(Clone, Debug, serde::Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-enum SummaryMsg {
-    Req { name: u64 },
-}
-
-impl flymc_model::sim::Protocol for Summarised {
-    type Node = SummaryNode;
-    type Msg = SummaryMsg;
-    type Env = ();
-
-    fn init(
-        &self,
-        w: &flymc_model::Workload,
-        _: &mut (),
-        out: &mut flymc_model::sim::Outbox<SummaryMsg>,
-    ) -> Result<Vec<SummaryNode>, flymc_model::TargetError> {
-        #[derive(serde::Deserialize)]
-        struct Params {
-            requests: Vec<u64>,
-        }
-        for name in w.params::<Params>()?.requests {
-            out.client(0, SummaryMsg::Req { name });
-        }
-        let node = SummaryNode {
-            count: 0,
-            bad: false,
-            order: Vec::new(),
-        };
-        Ok(vec![node; w.nodes])
-    }
-
-    fn handle(
-        &self,
-        _: flymc_model::NodeId,
-        node: &mut SummaryNode,
-        _: &mut (),
-        _: Option<flymc_model::NodeId>,
-        SummaryMsg::Req { name }: SummaryMsg,
-        _: &mut flymc_model::sim::Outbox<SummaryMsg>,
-    ) {
-        node.count += 1;
-        node.order.push(name);
-        node.bad |= node.order == [1, 0, 3];
-    }
-
-    fn crash(
-        &self,
-        _: flymc_model::NodeId,
-        _: &mut SummaryNode,
-        _: &mut (),
-        _: &mut flymc_model::sim::Outbox<SummaryMsg>,
-    ) {
-    }
-
-    fn reboot(
-        &self,
-        _: flymc_model::NodeId,
-        _: &mut SummaryNode,
-        _: &mut (),
-        _: &mut flymc_model::sim::Outbox<SummaryMsg>,
-    ) {
-    }
-}
-
-impl flymc_model::System for Summarised {
-    fn about(&self) -> &flymc_model::About {
-        static ABOUT: std::sync::LazyLock<flymc_model::About> = std::sync::LazyLock::new(|| {
-            flymc_model::About::new("summarised", "test fixture")
-                .feature(flymc_model::Feature::SummaryStates)
-        });
-        &ABOUT
-    }
-    fn target(
-        &self,
-        _: &flymc_model::Workload,
-    ) -> Result<Box<dyn flymc_model::Target>, flymc_model::TargetError> {
-        Ok(Box::new(flymc_model::sim::SimTarget::new(Summarised)))
-    }
-    fn properties(&self, _: &flymc_model::Workload) -> Vec<Box<dyn flymc_model::Property>> {
-        vec![flymc_model::property::safety("not-bad", |s| {
-            match s.nodes[0].vars["bad"].as_bool() {
-                Some(true) => Err("n0 took 1, 0, 3".into()),
-                _ => Ok(()),
-            }
-        })]
-    }
-    fn symmetry(&self, _: &flymc_model::Workload) -> Symmetry {
-        Symmetry::none()
-    }
-}
-
-#[test]
-fn flymc_symmetry_does_not_merge_paths_whose_summaries_agree_for_summary_state_systems() {
-    // [0 1 3] runs before [1 0 3] is tried (oldest flip first); both reach 3 in the state
-    // "count 2, request 2 and 3 pending", so a history keyed on the reported state alone takes
-    // [1 0 3] for a path already explored, and the bug behind it is never reached.
-    let w = workload(1, "[0, 1, 2, 3]", "");
-    let sets = r#"{
-      "format": "flymc-sets", "version": 1, "system": "summarised",
-      "node_vars": ["count", "bad"],
-      "messages": {"req": {"fields": ["name"], "entries": [{"read": ["count"], "update": ["count", "bad"]}]}},
-      "crash": [{"update": ["count"]}]
-    }"#;
-    let sets =
-        flymc_model::sets::SetsFile::parse("summarised.json", sets, &Default::default()).unwrap();
-    let run = |summary_states: bool| {
-        let ctx = StrategyContext {
-            sets: Some(sets.clone()),
-            summary_states,
-            ..StrategyContext::for_system(&Summarised, &w)
-        };
-        let mut s = build("flymc", &ctx).unwrap();
-        Exploration::new(&Summarised, &w, s.as_mut())
-            .max_paths(Some(1000))
-            .run()
-            .unwrap()
-    };
-    let sound = run(true);
-    assert_eq!(
-        sound.violation.map(|(_, r)| r.violation.unwrap().property),
-        Some("not-bad".to_string())
-    );
-    let states_only = run(false);
-    assert!(states_only.violation.is_none() && states_only.exhausted);
 }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use flymc_model::{System, Workload};
+use flymc_model::Workload;
 use serde::Serialize;
 
 use crate::systems;
@@ -275,7 +275,7 @@ fn plan(cfg: &BenchConfig, folder: &Path) -> Result<Vec<Job>> {
     // The comparison runs every compared strategy on every system, so a simulated system
     // joins it only with a sets file (built in or `--sets`): the twins (zab-sim) have none,
     // and samc and flymc cannot run without one.
-    let (sims, left_out): (Vec<Box<dyn System>>, Vec<Box<dyn System>>) = systems::all()
+    let (sims, left_out): (Vec<_>, Vec<_>) = systems::all()
         .into_iter()
         .filter(|s| s.name().ends_with("-sim"))
         .partition(|s| s.about().sets.is_some() || cfg.sets.contains_key(s.name()));

@@ -256,7 +256,6 @@ fn explore(args: &RunArgs, system: &dyn System, workload: &Workload) -> Result<E
         bound: args.bound,
         // Expanding a state once is sound only when the reported state decides the future.
         stateless_dfs: args.stateless || system.has(flymc_model::Feature::SummaryStates),
-        summary_states: system.has(flymc_model::Feature::SummaryStates),
         sets,
         flymc: FlymcOptions {
             symmetry: !args.ablation.no_symmetry,

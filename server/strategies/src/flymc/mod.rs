@@ -138,14 +138,6 @@ impl Flymc {
         self.disk_state = on;
         self
     }
-
-    /// The nodes report summaries of their states ([`flymc_model::Feature::SummaryStates`]):
-    /// symmetry then prunes a transition only where the path to it is one explored, up to a
-    /// renaming ([`symmetry`]), since equal summaries need not have equal futures.
-    pub fn summary_states(mut self, on: bool) -> Self {
-        self.history.key_on_paths(on);
-        self
-    }
 }
 
 impl Flymc {
