@@ -331,11 +331,14 @@ mod tests {
         let peer_end = accepted.as_raw_fd();
         let mut b = Command::new("sleep");
         b.arg("600");
-        // SAFETY: dup2 only, between fork and exec.
+        // SAFETY: dup2 and fcntl only, between fork and exec. The accepted end may itself be
+        // descriptor 3, where dup2 does nothing and leaves it close-on-exec: clear that flag.
         unsafe {
-            b.pre_exec(move || match libc::dup2(peer_end, 3) {
-                -1 => Err(io::Error::last_os_error()),
-                _ => Ok(()),
+            b.pre_exec(move || {
+                if libc::dup2(peer_end, 3) == -1 || libc::fcntl(3, libc::F_SETFD, 0) == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
             });
         }
         let b = procs::spawn(b, Box::new(|_| {})).unwrap();
