@@ -1,7 +1,7 @@
 //! Killing flymc in the middle of a real openraft run leaves no node process behind: Ctrl-C
 //! (SIGINT) runs the cleanup handler, SIGKILL leaves it to the kernel (PR_SET_PDEATHSIG) and
 //! the hook's watchdog. With cluster snapshots, Ctrl-C and SIGTERM also leave no snapshot and
-//! no restored process.
+//! no restored process, nor a child flymc started without knowing its pid.
 //!
 //! The flymc process killed here is this test executable itself, re-run as a child that starts a
 //! cluster through the flymc library (the code the `flymc` binary runs) and then waits to be
@@ -75,8 +75,15 @@ fn mid_run_restored() -> (RealTarget, Vec<u32>, PathBuf) {
     assert!(t.restore(&w, 7).unwrap(), "restored");
     let votes = t.pending().iter().filter(|e| e.name == "vote").count();
     assert_eq!(votes, 2, "back to two vote requests in flight");
-    let pids: Vec<u32> = t.pids().into_iter().map(|(_, p)| p).collect();
+    let mut pids: Vec<u32> = t.pids().into_iter().map(|(_, p)| p).collect();
     assert_eq!(pids.len(), 3);
+    // A child flymc has no pid of, as a node CRIU is restoring is until `criu restore` exits
+    // (restored as flymc's child): the cleanup must end it too.
+    let stray = std::process::Command::new("sleep")
+        .arg("600")
+        .spawn()
+        .unwrap();
+    pids.push(stray.id());
     (t, pids, base)
 }
 

@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 /// flymc's end of the socket; absent when no janitor runs.
 static SOCKET: OnceLock<OwnedFd> = OnceLock::new();
+/// The janitor's pid: the one child of flymc its own cleanup must leave running.
+static PID: OnceLock<u32> = OnceLock::new();
 
 /// How long the janitor waits for the killed processes to be gone before it removes the
 /// directories they may still be writing.
@@ -63,6 +65,7 @@ pub fn install() {
         pid if pid > 0 => {
             drop(theirs);
             let _ = SOCKET.set(ours);
+            let _ = PID.set(pid as u32);
         }
         _ => {}
     }
@@ -199,7 +202,20 @@ fn records(socket: &OwnedFd) -> (Vec<u32>, Vec<PathBuf>) {
     (pids, dirs)
 }
 
+/// The janitor's pid, if one runs.
+pub(crate) fn pid() -> Option<u32> {
+    PID.get().copied()
+}
+
 fn clean(pids: &[u32], dirs: &[PathBuf]) {
+    kill_and_await(pids);
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+/// SIGKILL each process and its group, and wait (at most [`GONE_WAIT`]) until all have ended.
+pub(crate) fn kill_and_await(pids: &[u32]) {
     // A pidfd per process first (the pid cannot be reused while flymc's exit leaves it a
     // zombie for init to reap), to wait for its end without polling.
     let fds: Vec<OwnedFd> = pids
@@ -245,8 +261,5 @@ fn clean(pids: &[u32], dirs: &[PathBuf]) {
             break;
         }
         polls.retain(|p| p.revents == 0);
-    }
-    for d in dirs {
-        let _ = std::fs::remove_dir_all(d);
     }
 }

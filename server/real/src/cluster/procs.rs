@@ -370,6 +370,7 @@ pub fn cleanup_all() {
         )
     };
     let _ = kill_and_wait(&pids, Duration::from_secs(5));
+    kill_unregistered_descendants();
     super::docker::cleanup_all();
     for d in dirs {
         let _ = std::fs::remove_dir_all(d);
@@ -378,6 +379,23 @@ pub fn cleanup_all() {
     let (done, cv) = &CLEANED;
     *done.lock().unwrap_or_else(|p| p.into_inner()) = true;
     cv.notify_all();
+}
+
+/// Kill every process flymc started that it has no pid of. A node CRIU restores is flymc's
+/// own child (`--restore-sibling`) but flymc learns its pid only when `criu restore` exits: a
+/// cleanup that kills `criu restore` midway would otherwise leave that node running. Everything
+/// below flymc goes but the janitor, which must outlive it.
+fn kill_unregistered_descendants() {
+    let me = std::process::id();
+    let janitor = super::janitor::pid();
+    let strays: Vec<u32> = crate::snapshot::used::tree(me)
+        .into_iter()
+        .filter(|&p| p != me && Some(p) != janitor)
+        .collect();
+    if !strays.is_empty() {
+        tracing::debug!("flymc cleanup: killing unregistered processes {strays:?}");
+        super::janitor::kill_and_await(&strays);
+    }
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);

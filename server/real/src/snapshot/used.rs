@@ -73,7 +73,7 @@ impl UsedFiles {
 }
 
 /// `pid` and its descendants, from the parents in `/proc/*/stat`.
-fn tree(pid: u32) -> Vec<u32> {
+pub(crate) fn tree(pid: u32) -> Vec<u32> {
     let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
     for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(p) = entry
