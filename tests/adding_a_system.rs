@@ -325,7 +325,7 @@ fn the_shipped_pysyncobj_path_replays_the_stale_append_deviation() {
     }
 }
 
-/// The budget in which the portfolio finds the deviation (path 15 of seed 0) finds nothing
+/// The budget in which the portfolio finds the deviation (path 222 of seed 0) finds nothing
 /// once the handler is fixed.
 #[test]
 fn the_fixed_pysyncobj_handler_runs_clean_where_the_deviation_is_found() {
@@ -340,7 +340,7 @@ fn the_fixed_pysyncobj_handler_runs_clean_where_the_deviation_is_found() {
                 "--workload",
                 w,
                 "--max-paths",
-                "20",
+                "222",
             ],
             d.path(),
         )
@@ -350,7 +350,7 @@ fn the_fixed_pysyncobj_handler_runs_clean_where_the_deviation_is_found() {
     assert!(all.contains("committed-never-lost violated"), "{all}");
     let (code, all) = run("write-crash-fixed");
     assert_eq!(code, 0, "{all}");
-    assert!(all.contains("no violation within 20 paths"), "{all}");
+    assert!(all.contains("no violation within 222 paths"), "{all}");
 }
 
 /// One step of a recorded path as the sets file sees it: the event's name, its node and its

@@ -4,7 +4,8 @@ PySyncObj is tick-driven: `doTick()` reads the clock to decide when an election 
 is due, and sends through a `Transport`. This program gives it
 - a transport whose `send` reports the message to flymc (delivered when flymc enables it),
 - a virtual clock that stands still; flymc's `election` and `heartbeat` timers move it past the
-  deadline they stand for,
+  deadline they stand for, and the election timer is armed again whenever PySyncObj moves its
+  election deadline (a follower's timeout restarts at every append from its leader),
 - one `doTick(0)` after every event flymc enables, and then the node's state.
 
 Arguments: `--params JSON` (system.toml passes `{params}`).
@@ -138,6 +139,11 @@ def main() -> None:
     elections_left = params["elections"]
     heartbeats_left = params["heartbeats"]
     timers: Dict[str, Optional[str]] = {"election": None, "heartbeat": None}
+    # PySyncObj's election deadline the armed election timer stands for: a leader's append
+    # moves the deadline, and the timer follows it (cancelled and armed again). Armed once,
+    # it would stand for a timeout that never restarts, and flymc's default order (timers by
+    # deadline) would depose every leader before its first heartbeat.
+    armed_deadline: List[float] = [0.0]
 
     def role() -> str:
         return ROLES[obj._SyncObj__raftState]
@@ -145,8 +151,13 @@ def main() -> None:
     def arm() -> None:
         nonlocal elections_left, heartbeats_left
         leader = role() == "leader"
+        deadline = obj._SyncObj__raftElectionDeadline
+        if timers["election"] is not None and deadline != armed_deadline[0]:
+            hook.cancel(timers["election"])
+            timers["election"] = None
         if not leader and timers["election"] is None and elections_left > 0 and me in params["election_timers"]:
             timers["election"] = hook.timer("election", delay_ms=int(conf.raftMaxTimeout * 1000))
+            armed_deadline[0] = deadline
         if leader and timers["heartbeat"] is None and heartbeats_left > 0:
             timers["heartbeat"] = hook.timer("heartbeat", delay_ms=int(conf.appendEntriesPeriod * 1000))
         # A leader does not campaign, a follower does not beat: withdraw what no longer fits.
