@@ -6,7 +6,7 @@
 //! Each member plans from its own paths, and a member that can learn from any run (novelty:
 //! [`Strategy::observe_other`]) also sees the others': the new abstract states the systematic
 //! search and pct reach become prefixes novelty extends (on the simulated bugs this lowered
-//! the portfolio's mean paths on every one, cass-1 from 1,906 to 1,783; docs/BENCHMARKS.md).
+//! the portfolio's mean paths on every one; docs/BENCHMARKS.md).
 //!
 //! Whose turn it is depends only on the path number ([`member_for`]):
 //! - path 1 is the systematic member's, its default order (bugs that need no reordering,

@@ -16,9 +16,8 @@
 //! in service once established. zk-le-sim models the election and the `new_leader` hand-off but
 //! not the timeouts that get a real learner out of a stalled sync, so it counts a node in
 //! service as soon as it leads or follows: counting only established nodes there made `random`
-//! report zk-1419's property on 4 of 5 seeds (average path 6,260; `flymc bench --cap 10000
-//! --seeds 5 --only zk-1419`, 2026-11-25) where it reported none, on schedules the simulator's
-//! stand-ins do not recover from and a real ensemble would.
+//! report zk-1419's property on most seeds where it reported none, on schedules the
+//! simulator's stand-ins do not recover from and a real ensemble would.
 
 //! # Properties only one twin can break
 //! `acked-zxid-in-later-leaders` and `no-uncaught-exception` read client acknowledgements, the

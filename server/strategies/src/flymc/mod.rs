@@ -145,8 +145,8 @@ impl Flymc {
     /// paths the fewest flips away from the default order before any path further away: the
     /// paper's observation (§3.3) is that mature systems survive their common orders, and bugs
     /// hide a few uncommon orders away from them. On the simulated bugs this order reaches
-    /// CASS-1 (none of the depth orders tried did within 10,000 paths) at the cost of more paths
-    /// on CASS-5, whose bug sits at the end of a path (README, Performance).
+    /// CASS-1 (none of the depth orders tried did within the bench's cap) at the cost of more
+    /// paths on CASS-5, whose bug sits at the end of a path (docs/BENCHMARKS.md).
     fn pop(&mut self) -> Option<Item> {
         for _ in 0..2 {
             self.parallel_turn = !self.parallel_turn;
