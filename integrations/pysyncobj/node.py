@@ -143,21 +143,21 @@ def main() -> None:
     # moves the deadline, and the timer follows it (cancelled and armed again). Armed once,
     # it would stand for a timeout that never restarts, and flymc's default order (timers by
     # deadline) would depose every leader before its first heartbeat.
-    armed_deadline: List[float] = [0.0]
+    armed_deadline = 0.0
 
     def role() -> str:
         return ROLES[obj._SyncObj__raftState]
 
     def arm() -> None:
-        nonlocal elections_left, heartbeats_left
+        nonlocal elections_left, heartbeats_left, armed_deadline
         leader = role() == "leader"
         deadline = obj._SyncObj__raftElectionDeadline
-        if timers["election"] is not None and deadline != armed_deadline[0]:
+        if timers["election"] is not None and deadline != armed_deadline:
             hook.cancel(timers["election"])
             timers["election"] = None
         if not leader and timers["election"] is None and elections_left > 0 and me in params["election_timers"]:
             timers["election"] = hook.timer("election", delay_ms=int(conf.raftMaxTimeout * 1000))
-            armed_deadline[0] = deadline
+            armed_deadline = deadline
         if leader and timers["heartbeat"] is None and heartbeats_left > 0:
             timers["heartbeat"] = hook.timer("heartbeat", delay_ms=int(conf.appendEntriesPeriod * 1000))
         # A leader does not campaign, a follower does not beat: withdraw what no longer fits.

@@ -2,9 +2,9 @@
 //!
 //! SIGKILL closes a process's sockets, and the kernel then sends each peer a FIN (or a reset,
 //! when data was left unread): the peers learn of the crash at once, on the kernel's schedule,
-//! not flymc's. So before a crash the local backend stops the node's
-//! process group (SIGSTOP), takes a copy of each of its TCP connections to another node of the
-//! cluster with `pidfd_getfd`, and only then kills the group. While a copy is open the socket
+//! not flymc's. So before a crash the local backend stops the node's process group (SIGSTOP),
+//! takes a copy of each of its TCP connections to another node of the cluster with
+//! `pidfd_getfd`, and only then kills the group. While a copy is open the socket
 //! lives on in flymc, so the kernel sends nothing: the peer's end stays established, and data
 //! it sends is acknowledged into the copy's buffer, as to a machine that went silent.
 //!
