@@ -143,7 +143,11 @@ def _loop(listener: socket.socket, flymc: int) -> Optional[Job]:
                     conn.close()
             elif what == "launcher":
                 # The launcher sends nothing after its job: readable means it is gone (killed
-                # before its child joined its group, say), and its node must go with it.
+                # before its child joined its group, say), and its node must go with it. A
+                # crash of the group ends both at once: when this batch already reaped the
+                # child, its launcher's hang-up is stale.
+                if pid not in children:
+                    continue
                 conn = children[pid][0]
                 sel.unregister(conn)
                 conn.close()
