@@ -15,14 +15,15 @@
 //! small enough for real clusters, and it is also why this is a bug-finding search, not a proof:
 //! two moments in the same fault state can differ in what is in flight.
 //!
-//! Paths run in order of how many faults they place (breadth-first), so a bug is first found
-//! with the fewest faults it needs; but placements at a moment whose coarse abstract state
-//! ([`crate::Novelty`]: ranks of what survives a crash and of what the nodes' crash-point writes
-//! put on disk, whether each is still nothing, roles, up or down) no run had reached before go
-//! first, breadth-first among themselves. A deep crash-recovery bug is a chain of such
-//! moments (a follower whose epoch is ahead of its log, a leader alone, a cluster all down), and
-//! there are far fewer of them than steps: ZOOKEEPER-4643's seven faults lie ~10^5 placements
-//! deep breadth-first, and each of them strikes at a moment first seen on its way.
+//! Placements at a moment whose coarse abstract state ([`crate::Novelty`]: ranks of what
+//! survives a crash and of what the nodes' crash-point writes put on disk, whether each is
+//! still nothing, roles, up or down) no run had reached before go first, the most faults first
+//! among them: a dive that follows a chain of new moments as deep as it goes. A deep
+//! crash-recovery bug is such a chain (a follower whose epoch is ahead of its log, a leader
+//! alone, a cluster all down), and there are far fewer new moments than steps; breadth-first
+//! over new moments spends the search on the first few faults of every chain, since each
+//! fault opens a level of placements several times wider than the last. The rest run in order
+//! of how many faults they place (breadth-first).
 //!
 //! [`About::fault_vars`]: flymc_model::About::fault_vars
 
@@ -44,7 +45,7 @@ pub struct Faults {
     /// Waiting paths (their prefixes) by the number of faults they place.
     levels: BTreeMap<u32, VecDeque<Vec<EventId>>>,
     /// The same for paths whose last fault strikes at a moment in a new abstract state: they
-    /// run first.
+    /// run first, the most faults first.
     fresh: BTreeMap<u32, VecDeque<Vec<EventId>>>,
     /// Abstract states reached, when placements are ordered by them.
     novelty: Option<Novelty>,
@@ -128,12 +129,10 @@ impl Strategy for Faults {
             self.started = true;
             Vec::new()
         } else {
-            let queue = if self.fresh.is_empty() {
-                &mut self.levels
-            } else {
-                &mut self.fresh
+            let mut level = match self.fresh.last_entry() {
+                Some(deepest) => deepest,
+                None => self.levels.first_entry()?,
             };
-            let mut level = queue.first_entry()?;
             let faults = *level.key();
             let prefix = level.get_mut().pop_front().expect("levels are never empty");
             if level.get().is_empty() {
