@@ -6,7 +6,7 @@ use flymc_model::{NodeId, TargetError, Workload};
 
 use crate::msg::Msg;
 use crate::net::{Chan, Ctx, Env, Peer};
-use crate::state::{Blocked, Node, ServerState, Txn};
+use crate::state::{epoch_of, Blocked, Node, ServerState, Txn};
 
 /// The order of a learner's NEWLEADER steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -267,6 +267,26 @@ impl Protocol for ZabSim {
             }
         }
         cx.wake_waiting();
+    }
+
+    /// `QuorumPeer.loadDataBase`: the epochs must not be older than the data (an epoch file
+    /// written through `AtomicFileOutputStream` is whole or absent, so no `.tmp` is left to
+    /// recover from), else "Unable to load database on disk" and the process exits.
+    fn refuses_start(&self, _id: NodeId, node: &Node) -> Option<String> {
+        let disk = &node.disk;
+        let last = disk.restore().0.last().copied().unwrap_or(0);
+        if epoch_of(last) > disk.current_epoch {
+            return Some(format!(
+                "Unable to load database on disk: The current epoch, {:#x}, is older than the last zxid, {last}",
+                disk.current_epoch
+            ));
+        }
+        (disk.accepted_epoch < disk.current_epoch).then(|| {
+            format!(
+                "Unable to load database on disk: The accepted epoch, {:#x} is less than the current epoch, {:#x}",
+                disk.accepted_epoch, disk.current_epoch
+            )
+        })
     }
 
     /// The process starts again: `QuorumPeer.loadDataBase` -> `ZKDatabase.loadDataBase` ->

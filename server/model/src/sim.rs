@@ -103,6 +103,13 @@ pub trait Protocol: Send + Sync + 'static {
         env: &mut Self::Env,
         out: &mut Outbox<Self::Msg>,
     );
+
+    /// Why crashed node `id` would not start from what it has on disk (the real process
+    /// exits during startup), or `None`. Asked before [`Protocol::reboot`]; a refusing node
+    /// stays down and the reboot ends the run as the real node's exit would.
+    fn refuses_start(&self, _id: NodeId, _node: &Self::Node) -> Option<String> {
+        None
+    }
 }
 
 #[derive(Clone)]
@@ -277,6 +284,14 @@ impl<P: Protocol> Target for SimTarget<P> {
                 node,
                 "reboot needs a crashed node".into(),
             ));
+        }
+        if let Some(why) = self.protocol.refuses_start(node, &self.nodes[node]) {
+            return Err(TargetError::Exited {
+                node,
+                status: "exit status 1".into(),
+                restarting: true,
+                log_tail: vec![why],
+            });
         }
         self.alive[node] = true;
         let parent = EventId::reboot(node, self.reboots[node]);
