@@ -240,3 +240,103 @@ fn a_bad_variant_is_one_line_that_names_the_valid_ones() {
         "{e}"
     );
 }
+
+/// ZOOKEEPER-4643 as `faults` places it: seven faults, each a plan `faults` queues from the run
+/// before (a fault the executor offers at one of its crash points: right after a node's write,
+/// or at rest), everything else in the default order. Two strike mid-stretch, right after one
+/// of n0's writes; five at the end of a run. So the bug is inside the fault search's space at
+/// depth seven; what keeps the search from it is the order it goes through that space in.
+#[test]
+fn the_4643_chain_is_seven_placements_of_the_fault_search() {
+    use flymc_core::executor::{Executor, RunOptions};
+    use flymc_core::plan::Plan;
+    use flymc_core::run::Run;
+    use flymc_core::CrashPoints;
+    use flymc_model::EventKind;
+
+    let w = workload("zk-4643");
+    let exec = Executor::new(&ZabSimSystem, &w).crash_points(CrashPoints::AfterWrites);
+    let run = |plan: &Plan| -> Run {
+        let mut t = ZabSimSystem.target(&w).expect("target");
+        exec.run(t.as_mut(), plan, RunOptions::default())
+            .expect("run")
+    };
+    let show = |r: &Run| -> String {
+        r.events()
+            .map(|e| format!("{} n{}", e.name, e.to))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    // Where: right after n0's first write of this kind in the plan's tail, or at the end.
+    let at = |plan: &Plan, r: &Run, after: Option<&str>| -> Option<usize> {
+        let tail = plan.prefix.len();
+        match after {
+            None => Some(r.steps.len()),
+            Some(name) => r.steps[tail..]
+                .iter()
+                .position(|s| s.event().name == name && s.event().to == 0)
+                .map(|i| tail + i + 1),
+        }
+    };
+    let mut plan = Plan::fifo(Vec::new());
+    let mut r = run(&plan);
+    let chain: [(EventKind, NodeId, Option<&str>); 7] = [
+        // n0 has W1 on disk, not W2: n2 and n1 commit W2 without it.
+        (EventKind::Crash, 0, Some("disk:txnlog")),
+        // n2 is left without a quorum; n0 comes back, n2 leads it and DIFF-syncs W2.
+        (EventKind::Crash, 1, None),
+        (EventKind::Reboot, 0, None),
+        // n0 writes the new epoch and crashes before W2 reaches its disk.
+        (EventKind::Crash, 0, Some("disk:currentEpoch")),
+        (EventKind::Crash, 2, None),
+        // n0, on the newer epoch, wins over n1 and truncates W2 from it.
+        (EventKind::Reboot, 0, None),
+        (EventKind::Reboot, 1, None),
+    ];
+    for (k, (kind, node, after)) in chain.into_iter().enumerate() {
+        assert_eq!(r.violation, None, "after {k} faults: {}", show(&r));
+        let i = at(&plan, &r, after).unwrap_or_else(|| panic!("no {after:?} in {}", show(&r)));
+        let offered = match r.steps.get(i) {
+            Some(s) => &s.enabled,
+            None => &r.final_enabled,
+        };
+        let fault = offered
+            .iter()
+            .find(|e| e.event.kind == kind && e.event.to == node)
+            .unwrap_or_else(|| panic!("{kind:?} n{node} not offered at step {i} of {}", show(&r)));
+        let mut prefix = r.event_ids()[..i].to_vec();
+        prefix.push(fault.event.id);
+        plan = Plan::fifo(prefix);
+        r = run(&plan);
+    }
+    let v = r
+        .violation
+        .clone()
+        .unwrap_or_else(|| panic!("no violation: {}", show(&r)));
+    assert_eq!(v.property, ACKED_IN_LATER_LEADERS, "{}", v.message);
+    assert!(v.message.contains("0x100000002"), "{}", v.message);
+}
+
+#[test]
+fn a_node_whose_epoch_is_older_than_its_log_refuses_to_start_as_3_8_0_does() {
+    use flymc_model::sim::Protocol;
+    let p = ZabSimSystem::protocol(&workload("zk-4643-fixed")).unwrap();
+    let mut node = crate::state::Node::new(0, 0);
+    assert_eq!(p.refuses_start(0, &node), None, "a first start");
+    // PR 2028's order logs the DIFF's transactions before the new epoch: a crash between the
+    // two leaves epoch 1's write on a disk whose currentEpoch is still 0.
+    node.disk.txnlog = vec![1 << 32 | 1];
+    let why = p.refuses_start(0, &node).expect("refuses");
+    assert!(
+        why.contains("The current epoch, 0x0, is older than the last zxid, 4294967297"),
+        "{why}"
+    );
+    node.disk.current_epoch = 1;
+    let why = p.refuses_start(0, &node).expect("refuses");
+    assert!(
+        why.contains("The accepted epoch, 0x0 is less than the current epoch, 0x1"),
+        "{why}"
+    );
+    node.disk.accepted_epoch = 1;
+    assert_eq!(p.refuses_start(0, &node), None);
+}
