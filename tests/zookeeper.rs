@@ -191,36 +191,43 @@ fn event_node(description: &str) -> String {
 #[test]
 fn crashes_strike_right_after_a_write_of_that_node_or_at_rest() {
     let _one = one_cluster();
-    let d = tmp();
-    let ran = run_zk(
-        d.path(),
-        "zab-1txn-crash",
-        16,
-        &["--strategy", "faults", "--save-paths"],
-    );
-    assert_eq!(ran.code, 0, "{}", ran.all());
-    assert!(
-        ran.stdout.contains("crashes after writes"),
-        "{}",
-        ran.stdout
-    );
+    // `faults` places crashes at rest first, random runs mostly right after writes.
     let (mut after_write, mut at_rest) = (0, 0);
-    for path in saved_paths(d.path()) {
-        let names = event_names(&path);
-        for (i, name) in names.iter().enumerate() {
-            let Some(node) = name.strip_prefix("crash ") else {
-                continue;
-            };
-            let last = names[..i].iter().rev().find(|e| event_node(e) == node);
-            let network = path["states"][i]["state"]["network"].as_array().unwrap();
-            let rest = network.iter().all(|e| {
-                e["kind"] == "timeout" && !e["name"].as_str().unwrap().starts_with("disk:")
-            });
-            if last.is_some_and(|e| e.contains(" disk:")) {
-                after_write += 1;
-            } else {
-                assert!(rest, "crash {node} at step {i} after {last:?}: {names:?}");
-                at_rest += 1;
+    for strategy in ["faults", "random"] {
+        let d = tmp();
+        let ran = run_zk(
+            d.path(),
+            "zab-1txn-crash",
+            16,
+            &["--strategy", strategy, "--save-paths"],
+        );
+        assert!(ran.stdout.contains("crashes after writes"), "{}", ran.all());
+        // A search may end on ZOOKEEPER-4394 (a learner's NPE in syncWithLeader once a crash
+        // lands mid-sync; `faults` dives to it within this budget): no other finding is real.
+        let found = ran.stdout.lines().find(|l| l.starts_with("VIOLATION"));
+        assert!(
+            found
+                .is_none_or(|l| l.contains("no-exception") && l.contains("Learner.syncWithLeader")),
+            "{}",
+            ran.all()
+        );
+        for path in saved_paths(d.path()) {
+            let names = event_names(&path);
+            for (i, name) in names.iter().enumerate() {
+                let Some(node) = name.strip_prefix("crash ") else {
+                    continue;
+                };
+                let last = names[..i].iter().rev().find(|e| event_node(e) == node);
+                let network = path["states"][i]["state"]["network"].as_array().unwrap();
+                let rest = network.iter().all(|e| {
+                    e["kind"] == "timeout" && !e["name"].as_str().unwrap().starts_with("disk:")
+                });
+                if last.is_some_and(|e| e.contains(" disk:")) {
+                    after_write += 1;
+                } else {
+                    assert!(rest, "crash {node} at step {i} after {last:?}: {names:?}");
+                    at_rest += 1;
+                }
             }
         }
     }
