@@ -64,12 +64,13 @@ pub(crate) fn digests(run: &Run) -> Option<Vec<Vec<u64>>> {
     Some(out)
 }
 
-/// `run`'s states with what each node's crash-point writes put on disk as variables
-/// `disk:<name>`: the number a write's fields hold (an epoch, a zxid), or how many such writes
-/// were done; absent until the first. For ranking disks against each other.
-pub(crate) fn with_contents(run: &Run) -> Option<Vec<GlobalState>> {
-    let mut states = run.states.iter();
-    let mut out = Vec::with_capacity(run.states.len());
+/// `run`'s states from index `from` on, with what each node's crash-point writes put on disk
+/// as variables `disk:<name>`: the number a write's fields hold (an epoch, a zxid), or how many
+/// such writes were done; absent until the first. For ranking disks against each other. (The
+/// states before `from` are not copied: a strategy has judged them in the runs that led here.)
+pub(crate) fn with_contents(run: &Run, from: usize) -> Option<Vec<GlobalState>> {
+    let mut states = run.states.iter().enumerate();
+    let mut out = Vec::with_capacity(run.states.len().saturating_sub(from));
     fold(
         run,
         |last: Option<&i64>, e| {
@@ -78,7 +79,10 @@ pub(crate) fn with_contents(run: &Run) -> Option<Vec<GlobalState>> {
         },
         |disks, _| {
             // A run that ended on a hang has a last step without a state.
-            let Some(s) = states.next() else { return };
+            let Some((i, s)) = states.next() else { return };
+            if i < from {
+                return;
+            }
             let mut s = s.clone();
             for (n, d) in s.nodes.iter_mut().zip(disks) {
                 n.vars
@@ -192,7 +196,7 @@ mod tests {
             write(2, "snapshot", 1, json!({})),
             write(3, "snapshot", 1, json!({})),
         ]);
-        let s = with_contents(&r).expect("the run writes");
+        let s = with_contents(&r, 0).expect("the run writes");
         let var = |i: usize, n: usize, k: &str| s[i].nodes[n].vars.get(k).cloned();
         assert_eq!(var(0, 0, "disk:txnlog"), None);
         assert_eq!(var(1, 0, "disk:txnlog"), Some(json!(7)));
@@ -200,6 +204,6 @@ mod tests {
         // Writes without a number are counted.
         assert_eq!(var(3, 1, "disk:snapshot"), Some(json!(2)));
         assert_eq!(var(3, 0, "disk:txnlog"), Some(json!(7)));
-        assert_eq!(with_contents(&run(Vec::new())), None);
+        assert_eq!(with_contents(&run(Vec::new()), 0), None);
     }
 }

@@ -162,13 +162,21 @@ impl Strategy for Faults {
         };
         let spent = spent_after(run, n);
         let disks = self.disk_state.then(|| disk::digests(run)).flatten();
+        // The states the prefix passed through were judged in the runs that led here (unless
+        // the run left the prefix before its end).
+        let from = run
+            .diverged_at
+            .unwrap_or(usize::MAX)
+            .min(plan.prefix.len())
+            .min(n);
         let new: HashSet<usize> = match &mut self.novelty {
             // Judged with each node's disk as well: what a crash leaves is what matters here.
-            Some(n) => match disk::with_contents(run) {
+            Some(n) => match disk::with_contents(run, from) {
                 Some(states) => n.learn_states(&states),
-                None => n.learn(run),
+                None => n.learn_states(&run.states[from..]),
             }
             .into_iter()
+            .map(|i| i + from)
             .collect(),
             None => HashSet::new(),
         };
